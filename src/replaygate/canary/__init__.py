@@ -1,0 +1,3 @@
+"""replaygate.canary."""
+
+__all__: list[str] = []

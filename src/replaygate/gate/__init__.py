@@ -1,0 +1,3 @@
+"""replaygate.gate."""
+
+__all__: list[str] = []

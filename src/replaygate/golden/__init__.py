@@ -1,0 +1,3 @@
+"""replaygate.golden."""
+
+__all__: list[str] = []

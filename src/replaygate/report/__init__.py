@@ -1,0 +1,3 @@
+"""replaygate.report."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""replaygate.stats."""
+
+__all__: list[str] = []

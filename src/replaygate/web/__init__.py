@@ -1,0 +1,3 @@
+"""replaygate.web."""
+
+__all__: list[str] = []
