@@ -1,0 +1,192 @@
+"""The run file: one versioned JSON document per replay run.
+
+It is the contract between the replay engine (which writes it) and the statistics, comparison and gate
+(which read it). ``format_version`` changes whenever a field changes meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from replaygate.replay._errors import RunFileError
+
+__all__ = [
+    "RUN_FORMAT_VERSION",
+    "Attempt",
+    "AttemptStatus",
+    "CheckResult",
+    "Fingerprint",
+    "JudgeResult",
+    "Measures",
+    "RetrievalScores",
+    "RunFile",
+    "ScenarioEntry",
+    "load_run",
+    "save_run",
+]
+
+RUN_FORMAT_VERSION = 1
+
+AttemptStatus = Literal["pass", "fail", "error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Fingerprint(_Model):
+    """Everything that decides whether two runs can be compared."""
+
+    agent_config_hash: str
+    declared_versions: dict[str, str] = Field(default_factory=dict)  # model, prompt, tools, index
+    target: str
+    code_commit: str | None = None
+    judge_model: str | None = None
+    judge_prompt_version: str | None = None
+    replaygate_version: str
+    suite_hash: str
+    policy_hash: str | None = None
+    tier: str | None = None
+    k: int
+    seed: int
+    date: str  # ISO 8601 UTC, when the run started
+
+
+class ScenarioEntry(_Model):
+    """A scenario as it was when the run started (enough to compare runs without the YAML)."""
+
+    id: str
+    title: str = ""
+    must_pass: bool = False
+    threshold: float = 0.8
+    repeats: int
+    status: str = "active"
+    counts: bool = True  # False: quarantined and not must-pass (reported, does not count)
+    tags: dict[str, str] = Field(default_factory=dict)  # dimension, request_type, risk, free-form
+    content_hash: str = ""
+
+
+class CheckResult(_Model):
+    """One deterministic check: ``detail`` says why it failed (the matching text, the missing tool)."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class JudgeResult(_Model):
+    """One judge verdict; ``score`` in [0, 1]."""
+
+    name: str
+    score: float
+    passed: bool
+    detail: str = ""
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class RetrievalScores(_Model):
+    """Retrieval metrics of one attempt against the scenario's labels."""
+
+    k: int
+    hit_rate: float
+    mrr: float
+    recall: float
+    ndcg: float
+    retrieved: int
+    filtered: int | None = None
+    threshold: float | None = None
+    threshold_noop: bool = False
+
+
+class Measures(_Model):
+    """Guardrail measures of one attempt; ``cost_usd`` is None when a price is unknown (never 0)."""
+
+    latency_s: float
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    escalated: bool = False
+    empty: bool = False
+    steps: int = 0
+
+
+class Attempt(_Model):
+    """One of the k attempts at one scenario."""
+
+    scenario_id: str
+    index: int
+    status: AttemptStatus
+    error: str | None = None
+    answer: str | None = None
+    checks: list[CheckResult] = Field(default_factory=list)
+    judges: list[JudgeResult] = Field(default_factory=list)
+    retrieval: RetrievalScores | None = None
+    measures: Measures
+    attribution: Literal["retrieval", "generation"] | None = None
+    trace_id: str | None = None
+    artifact_path: str | None = None
+    started: str = ""
+
+
+class RunFile(_Model):
+    """A whole run: its fingerprint, the scenarios as they were, and every attempt."""
+
+    format_version: int = RUN_FORMAT_VERSION
+    run_id: str
+    fingerprint: Fingerprint
+    scenarios: list[ScenarioEntry]
+    attempts: list[Attempt]
+    shard: str | None = None  # "i/n" when this file is one shard
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+    def attempts_for(self, scenario_id: str) -> list[Attempt]:
+        """Return the attempts of one scenario, in index order."""
+        return sorted(
+            (a for a in self.attempts if a.scenario_id == scenario_id), key=lambda a: a.index
+        )
+
+
+def load_run(path: str | os.PathLike[str]) -> RunFile:
+    """Read a run file; a missing, unreadable or invalid file raises :class:`RunFileError`."""
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFileError(f"{p}: no such run file") from None
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"{p}: not a readable JSON run file ({exc})") from None
+    if not isinstance(raw, dict):
+        raise RunFileError(f"{p}: a run file is a JSON object")
+    version = raw.get("format_version")
+    if version != RUN_FORMAT_VERSION:
+        raise RunFileError(
+            f"{p}: run file format_version {version!r} is not supported "
+            f"(this replaygate reads version {RUN_FORMAT_VERSION})"
+        )
+    try:
+        return RunFile.model_validate(raw)
+    except ValidationError as exc:
+        raise RunFileError(f"{p}: invalid run file: {exc}") from None
+
+
+def save_run(run: RunFile, path: str | os.PathLike[str]) -> Path:
+    """Write a run file atomically (temporary file, fsync, rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(run.model_dump_json(indent=2))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
