@@ -15,9 +15,7 @@ def test_namespace_has_no_init() -> None:
         assert not (ROOT / base / "replaygate" / "__init__.py").exists(), base
 
 
-@pytest.mark.parametrize(
-    "module", ["replaygate.instrumentation", "replaygate.replay", "replaygate.cli"]
-)
+@pytest.mark.parametrize("module", ["replaygate.instrumentation", "replaygate.replay", "replaygate.cli"])
 def test_all_names_resolve(module: str) -> None:
     mod = importlib.import_module(module)
     for name in mod.__all__:
@@ -26,6 +24,4 @@ def test_all_names_resolve(module: str) -> None:
 
 def test_error_tree() -> None:
     assert issubclass(replaygate.replay.ScenarioError, replaygate.instrumentation.ReplaygateError)
-    assert issubclass(
-        replaygate.instrumentation.StoreError, replaygate.instrumentation.ReplaygateError
-    )
+    assert issubclass(replaygate.instrumentation.StoreError, replaygate.instrumentation.ReplaygateError)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from replaygate.replay._errors import RunFileError
 
 __all__ = [
@@ -147,9 +146,7 @@ class RunFile(_Model):
 
     def attempts_for(self, scenario_id: str) -> list[Attempt]:
         """Return the attempts of one scenario, in index order."""
-        return sorted(
-            (a for a in self.attempts if a.scenario_id == scenario_id), key=lambda a: a.index
-        )
+        return sorted((a for a in self.attempts if a.scenario_id == scenario_id), key=lambda a: a.index)
 
 
 def load_run(path: str | os.PathLike[str]) -> RunFile:
