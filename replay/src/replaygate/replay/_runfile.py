@@ -6,6 +6,7 @@ It is the contract between the replay engine (which writes it) and the statistic
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -26,6 +27,7 @@ __all__ = [
     "RetrievalScores",
     "RunFile",
     "ScenarioEntry",
+    "content_hash",
     "load_run",
     "save_run",
 ]
@@ -142,11 +144,21 @@ class RunFile(_Model):
     scenarios: list[ScenarioEntry]
     attempts: list[Attempt]
     shard: str | None = None  # "i/n" when this file is one shard
+    policy: dict[str, Any] | None = None  # the gate policy as parsed when the run started
     summary: dict[str, Any] = Field(default_factory=dict)
 
     def attempts_for(self, scenario_id: str) -> list[Attempt]:
         """Return the attempts of one scenario, in index order."""
         return sorted((a for a in self.attempts if a.scenario_id == scenario_id), key=lambda a: a.index)
+
+
+def content_hash(obj: Any) -> str:
+    """Return ``sha256:<hex>`` of the canonical JSON of ``obj`` (sorted keys, no spaces).
+
+    Used for the suite hash, the gate-policy hash and configuration hashes, so every part hashes alike.
+    """
+    data = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
 def load_run(path: str | os.PathLike[str]) -> RunFile:
