@@ -3,7 +3,8 @@
 Each area registers its commands from its own private module, so the parts can grow independently::
 
     replaygate traces | failures | promote | scenarios ...      (_traces.py, _scenarios.py)
-    replaygate run | merge | fingerprint | judge calibrate     (_run.py)
+    replaygate run | merge | fingerprint                      (_run.py)
+    replaygate judge calibrate                                 (_judge.py)
     replaygate compare | gate | review | sign | drift           (_gate.py)
     replaygate canary ... | serve                               (_canary.py)
 

@@ -7,7 +7,7 @@ import sys
 import click
 from replaygate.instrumentation import ReplaygateError, __version__
 
-from replaygate.cli import _canary, _gate, _run, _scenarios, _traces
+from replaygate.cli import _canary, _gate, _judge, _run, _scenarios, _traces
 
 __all__ = ["cli", "main"]
 
@@ -20,7 +20,7 @@ def cli() -> None:
     """replaygate: capture agent runs, promote failures, replay, gate and release."""
 
 
-for _area in (_traces, _scenarios, _run, _gate, _canary):
+for _area in (_traces, _scenarios, _run, _judge, _gate, _canary):
     _area.register(cli)
 
 
