@@ -1,0 +1,107 @@
+"""Suite-level quantities: the noise floor, the minimum detectable drop and judge agreement."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from replaygate.stats._permutation import Counts, paired_permutation_test
+
+__all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "noise_floor"]
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The delta between two runs of one configuration, its interval and p-value."""
+
+    delta: float
+    low: float
+    high: float
+    p_value: float
+
+    @property
+    def magnitude(self) -> float:
+        """The largest absolute difference the two runs leave plausible: a drop below it is noise."""
+        return max(abs(self.low), abs(self.high), abs(self.delta))
+
+
+def noise_floor(
+    run_a: Sequence[Counts], run_b: Sequence[Counts], confidence: float = 0.95, seed: int = 0
+) -> NoiseFloor:
+    """Measure how much two runs of the same configuration differ by chance alone."""
+    res = paired_permutation_test(run_a, run_b, seed=seed, confidence=confidence)
+    return NoiseFloor(res.delta, res.low, res.high, res.p_value)
+
+
+def minimum_detectable_drop(
+    base: Sequence[Counts],
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_sims: int = 200,
+    seed: int = 0,
+) -> float | None:
+    """Smallest suite-level drop in pass rate this suite, with its k, detects with the given power.
+
+    Simulated from the baseline's per-scenario rates: a drop ``d`` lowers every scenario's rate in
+    proportion to it (the suite mean falls by exactly ``d``); both runs are drawn binomially and tested
+    with the normal approximation of the paired permutation test. Returns None when even losing every
+    pass would not be detected, or when the baseline passes nothing.
+    """
+    if not base:
+        raise ValueError("no scenarios")
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError("alpha and power must be in (0, 1)")
+    s = np.array([c for c, _ in base], dtype=float)
+    n = np.array([a for _, a in base], dtype=np.int64)
+    if (n <= 0).any():
+        raise ValueError("every scenario needs at least one attempt")
+    p = s / n
+    mean = float(p.mean())
+    if mean <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    drops = np.round(np.arange(0.01, mean + 1e-9, 0.01), 4)
+    if drops.size == 0:
+        return None
+    q = np.clip(p[None, :] * (1.0 - drops[:, None] / mean), 0.0, 1.0)  # (G, S)
+    shape = (drops.size, n_sims, p.size)
+    xb = rng.binomial(np.broadcast_to(n, shape), np.broadcast_to(p, shape))
+    xh = rng.binomial(np.broadcast_to(n, shape), np.broadcast_to(q[:, None, :], shape))
+    delta = (xh / n - xb / n).mean(axis=2)
+    total = xb + xh
+    big_n = 2 * n
+    frac = total / big_n
+    var_x = n * frac * (1 - frac) * (big_n - n) / np.maximum(big_n - 1, 1)
+    var_t = ((2.0 / n) ** 2 * var_x).sum(axis=2) / p.size**2
+    sd = np.sqrt(var_t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(sd > 0, np.abs(delta) / sd, 0.0)
+    pvals = 2 * norm.sf(z)
+    detected = ((pvals < alpha) & (delta < 0)).mean(axis=1)
+    hits = np.nonzero(detected >= power)[0]
+    return float(drops[hits[0]]) if hits.size else None
+
+
+def cohen_kappa(labels_a: Sequence[Hashable], labels_b: Sequence[Hashable]) -> float:
+    """Cohen's kappa between two raters (e.g. a judge and human labels).
+
+    Returns NaN when agreement by chance is certain (both raters always gave the same single label):
+    kappa is undefined there, and reporting 1.0 would overstate what was measured.
+    """
+    if len(labels_a) != len(labels_b):
+        raise ValueError(f"{len(labels_a)} labels against {len(labels_b)}: they must be paired")
+    if not labels_a:
+        raise ValueError("no labels")
+    n = len(labels_a)
+    observed = sum(a == b for a, b in zip(labels_a, labels_b, strict=True)) / n
+    categories = set(labels_a) | set(labels_b)
+    expected = sum(
+        (sum(a == c for a in labels_a) / n) * (sum(b == c for b in labels_b) / n) for c in categories
+    )
+    if math.isclose(expected, 1.0):
+        return math.nan
+    return (observed - expected) / (1.0 - expected)

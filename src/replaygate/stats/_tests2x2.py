@@ -1,0 +1,100 @@
+"""Two-sample tests for live measures and per-scenario tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import fisher_exact, mannwhitneyu, norm
+
+from replaygate.stats._intervals import wilson_interval
+
+__all__ = [
+    "ProportionDiff",
+    "RankTest",
+    "fisher_exact_per_scenario",
+    "holm_adjust",
+    "mann_whitney",
+    "two_proportion_diff",
+]
+
+
+@dataclass(frozen=True)
+class ProportionDiff:
+    """Head rate minus base rate with Newcombe's hybrid score interval and a two-sided z-test p."""
+
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    base_rate: float | None
+    head_rate: float | None
+
+
+@dataclass(frozen=True)
+class RankTest:
+    """Mann-Whitney U test of head against base; ``median_delta`` is head median minus base median."""
+
+    p_value: float
+    statistic: float
+    median_delta: float | None
+
+
+def fisher_exact_per_scenario(
+    base: Sequence[tuple[int, int]], head: Sequence[tuple[int, int]]
+) -> list[float]:
+    """Return the two-sided Fisher exact p-value of each scenario's 2x2 table (pass/fail x base/head)."""
+    if len(base) != len(head):
+        raise ValueError("base and head must list the same scenarios")
+    out = []
+    for (sb, nb), (sh, nh) in zip(base, head, strict=True):
+        table = [[sb, nb - sb], [sh, nh - sh]]
+        out.append(float(fisher_exact(table, alternative="two-sided").pvalue))
+    return out
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment (family-wise error), returned in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def two_proportion_diff(
+    x_base: int, n_base: int, x_head: int, n_head: int, confidence: float = 0.95
+) -> ProportionDiff:
+    """Compare two independent proportions (e.g. error rates of the canary arms).
+
+    The interval is Newcombe's hybrid score interval (built from the two Wilson intervals); the p-value
+    is the pooled two-proportion z-test. An empty arm gives the widest interval and p = 1.
+    """
+    if n_base == 0 or n_head == 0:
+        rb = x_base / n_base if n_base else None
+        rh = x_head / n_head if n_head else None
+        return ProportionDiff(0.0, -1.0, 1.0, 1.0, rb, rh)
+    pb, ph = x_base / n_base, x_head / n_head
+    lb, ub = wilson_interval(x_base, n_base, confidence)
+    lh, uh = wilson_interval(x_head, n_head, confidence)
+    delta = ph - pb
+    low = delta - math.sqrt((ph - lh) ** 2 + (ub - pb) ** 2)
+    high = delta + math.sqrt((uh - ph) ** 2 + (pb - lb) ** 2)
+    pooled = (x_base + x_head) / (n_base + n_head)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_head))
+    p = 1.0 if se == 0 else float(2 * norm.sf(abs(delta) / se))
+    return ProportionDiff(delta, max(-1.0, low), min(1.0, high), p, pb, ph)
+
+
+def mann_whitney(base: Sequence[float], head: Sequence[float]) -> RankTest:
+    """Two-sided Mann-Whitney U test (for latency and other skewed measures)."""
+    if len(base) == 0 or len(head) == 0:
+        return RankTest(1.0, math.nan, None)
+    res = mannwhitneyu(np.asarray(head, float), np.asarray(base, float), alternative="two-sided")
+    median_delta = float(np.median(head) - np.median(base))
+    return RankTest(float(res.pvalue), float(res.statistic), median_delta)
