@@ -1,0 +1,315 @@
+"""Reading and writing scenario YAML files: errors with file:line, stable dumps, atomic saves, hashes."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from replaygate.replay._errors import ScenarioError
+from replaygate.replay._runfile import content_hash
+from replaygate.replay._scenario_model import Scenario
+
+__all__ = [
+    "PASS_CONDITION_FIELDS",
+    "SCENARIO_SUFFIXES",
+    "dump_scenario",
+    "load_scenario",
+    "load_scenarios",
+    "parse_scenario",
+    "save_scenario",
+    "scenario_content_hash",
+    "scenario_files",
+    "suite_hash",
+    "write_atomic",
+]
+
+#: The fields whose change changes what "pass" means (hashed into the content hash).
+PASS_CONDITION_FIELDS = (
+    "checks",
+    "judges",
+    "turns",
+    "context",
+    "retrieval",
+    "threshold",
+    "repeats",
+    "must_pass",
+    "allow_empty",
+)
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+_MAX_BYTES = 1_000_000
+_Path = tuple[str | int, ...]
+
+
+class _Marks:
+    """Map a path of keys and indexes in the YAML document to the line where it starts."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[_Path, yaml.Node] = {}
+        self.keys: dict[_Path, yaml.Node] = {}
+        self.duplicates: list[tuple[str, int]] = []
+
+    def walk(self, node: yaml.Node, path: _Path = (), depth: int = 0) -> None:
+        self.nodes[path] = node
+        if depth > 50:
+            return
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else repr(key_node)
+                if key in seen and key != "<<":
+                    self.duplicates.append((key, key_node.start_mark.line + 1))
+                seen.add(key)
+                self.keys[path + (key,)] = key_node
+                self.walk(value_node, path + (key,), depth + 1)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                self.walk(item, path + (index,), depth + 1)
+
+    def line(self, loc: Iterable[Any]) -> int:
+        """The 1-based line of the deepest node found along ``loc`` (pydantic union tags are skipped)."""
+        path: _Path = ()
+        best = self.nodes.get((), None)
+        line = best.start_mark.line + 1 if best is not None else 1
+        for item in loc:
+            candidate = path + (item if isinstance(item, int) else str(item),)
+            if candidate in self.nodes:
+                path = candidate
+                line = self.nodes[path].start_mark.line + 1
+            elif candidate in self.keys:
+                path = candidate
+                line = self.keys[path].start_mark.line + 1
+        return line
+
+
+def _what_to_do(error: Any) -> str:
+    kind = error.get("type", "")
+    if kind == "extra_forbidden":
+        return "remove it or fix its spelling (unknown keys are not allowed)"
+    if kind == "missing":
+        return "add it"
+    if kind == "union_tag_invalid":
+        return "use one of the listed types"
+    if kind == "value_error":
+        return ""
+    return "fix the value"
+
+
+def _format_loc(loc: Iterable[Any]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "(document)"
+
+
+def parse_scenario(text: str, source: str = "<string>", expected_id: str | None = None) -> Scenario:
+    """Parse one scenario from YAML text; every problem raises :class:`ScenarioError` with file:line.
+
+    Args:
+        text: the YAML document.
+        source: the file name used in error messages.
+        expected_id: when given, the scenario's ``id`` must equal it (the file stem).
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ScenarioError(f"{source}:{line}: not valid YAML ({problem}); fix the syntax") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{source}:1: not valid YAML ({exc}); fix the syntax") from None
+    except (RecursionError, MemoryError):
+        raise ScenarioError(f"{source}:1: YAML nested too deeply; flatten the document") from None
+    if node is None or data is None:
+        raise ScenarioError(f"{source}:1: empty scenario file; write a scenario mapping (id, title, ...)")
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            f"{source}:1: a scenario is a YAML mapping (id, title, turns, ...), not a {type(data).__name__}"
+        )
+    marks = _Marks()
+    marks.walk(node)
+    if marks.duplicates:
+        key, line = marks.duplicates[0]
+        raise ScenarioError(f"{source}:{line}: key {key!r} appears twice; keep one")
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            loc = error.get("loc", ())
+            msg = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            todo = _what_to_do(error)
+            problems.append(
+                f"{source}:{marks.line(loc)}: {_format_loc(loc)}: {msg}" + (f"; {todo}" if todo else "")
+            )
+        raise ScenarioError("\n".join(problems)) from None
+    except (RecursionError, MemoryError):
+        raise ScenarioError(f"{source}:1: scenario nested too deeply; flatten it") from None
+    if expected_id is not None and scenario.id != expected_id:
+        raise ScenarioError(
+            f"{source}:{marks.line(('id',))}: id {scenario.id!r} differs from the file name {expected_id!r}; "
+            f"rename the file or change the id"
+        )
+    return scenario
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Load one scenario file; its ``id`` must equal the file stem. Errors are :class:`ScenarioError`."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read the scenario file ({exc.strerror or exc})") from None
+    if len(raw) > _MAX_BYTES:
+        raise ScenarioError(f"{p}:1: scenario file larger than {_MAX_BYTES} bytes; split or shorten it")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{p}:1: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return parse_scenario(text, source=str(p), expected_id=p.stem)
+
+
+def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The scenario files of a golden set: ``*.yaml``/``*.yml`` below it, hidden files excluded."""
+    root = Path(directory)
+    files = [
+        f
+        for f in root.rglob("*")
+        if f.suffix in SCENARIO_SUFFIXES
+        and f.is_file()
+        and not any(part.startswith(".") for part in f.relative_to(root).parts)
+    ]
+    return sorted(files)
+
+
+def load_scenarios(directory: str | os.PathLike[str]) -> list[Scenario]:
+    """Load every scenario of a golden set, sorted by id; all problems are reported in one error."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise ScenarioError(f"{root}: no such golden-set directory; create it or pass the right --golden")
+    scenarios: list[Scenario] = []
+    problems: list[str] = []
+    where: dict[str, Path] = {}
+    for f in scenario_files(root):
+        try:
+            scenario = load_scenario(f)
+        except ScenarioError as exc:
+            problems.append(str(exc))
+            continue
+        if scenario.id in where:
+            problems.append(f"{f}:1: id {scenario.id!r} is also used by {where[scenario.id]}; ids are unique")
+            continue
+        where[scenario.id] = f
+        scenarios.append(scenario)
+    if problems:
+        raise ScenarioError("\n".join(problems))
+    return sorted(scenarios, key=lambda s: s.id)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings, everything else as safe_dump does."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def _yaml(data: Any, flow: bool | None) -> str:
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=flow,
+        width=10**9 if flow else 110,
+    )
+
+
+def _entry(item: Any) -> dict[str, Any]:
+    data = item.model_dump(mode="python", by_alias=True, exclude_defaults=True, exclude_none=True)
+    return {"type": item.type, **data}
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """Return stable YAML for a scenario (field order of the model; loads back to an equal scenario).
+
+    Checks, judges and changelog entries are written one per line; check parameters equal to their
+    defaults are left out.
+    """
+    data = scenario.model_dump(mode="python", by_alias=True, exclude_none=True)
+    lists: dict[str, list[dict[str, Any]]] = {
+        "checks": [_entry(c) for c in scenario.checks],
+        "judges": [{"type": j.type, **j.model_dump(mode="python")} for j in scenario.judges],
+        "changelog": [e.model_dump(mode="python") for e in scenario.changelog],
+    }
+    parts: list[str] = []
+    for key, value in data.items():
+        if key in lists:
+            if not lists[key]:
+                parts.append(f"{key}: []\n")
+                continue
+            parts.append(f"{key}:\n")
+            parts.extend(f"  - {_yaml(item, True).strip()}\n" for item in lists[key])
+        elif isinstance(value, dict | list) and value:
+            flow = f"{key}: {_yaml(value, True).strip()}\n"
+            parts.append(flow if len(flow) <= 100 and "\n" not in flow[:-1] else _yaml({key: value}, False))
+        else:
+            parts.append(_yaml({key: value}, False))
+    return "".join(parts)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, fsync, and return the temporary path.
+
+    The caller renames it into place (``os.replace``) — so several files can be prepared before any is
+    replaced — and removes it on failure.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def save_scenario(scenario: Scenario, directory: str | os.PathLike[str]) -> Path:
+    """Write ``<directory>/<id>.yaml`` atomically (temporary file, fsync, rename); return the path."""
+    target = Path(directory) / f"{scenario.id}.yaml"
+    tmp = write_atomic(target, dump_scenario(scenario))
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def scenario_content_hash(scenario: Scenario) -> str:
+    """Hash of the pass condition (checks, judges, turns, context, retrieval, threshold, repeats, ...)."""
+    data = scenario.model_dump(mode="json", by_alias=True, include=set(PASS_CONDITION_FIELDS))
+    return content_hash(data)
+
+
+def suite_hash(scenarios: Iterable[Scenario]) -> str:
+    """Hash of a suite: each scenario's id, status and content hash, in id order."""
+    entries = sorted((s.id, s.status.state, scenario_content_hash(s)) for s in scenarios)
+    return content_hash([list(e) for e in entries])

@@ -1,0 +1,152 @@
+"""The scenario model: one regression scenario of the golden set, as stored in a YAML file."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from replaygate.replay._scenario_checks import Check, JudgeSpec
+
+__all__ = [
+    "ID_PATTERN",
+    "ORIGINS",
+    "STATES",
+    "TIERS",
+    "ActiveStatus",
+    "ChangelogEntry",
+    "KnownFailureStatus",
+    "Origin",
+    "QuarantinedStatus",
+    "RetiredStatus",
+    "RetrievalLabels",
+    "Scenario",
+    "ScenarioStatus",
+    "Tier",
+]
+
+#: A scenario id (and its file stem).
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+ORIGINS = ("original-eval", "production-incident", "near-miss", "missed-escalation", "adversarial")
+TIERS = ("smoke", "release", "scheduled")
+STATES = ("active", "quarantined", "known-failure", "retired")
+
+Origin = Literal["original-eval", "production-incident", "near-miss", "missed-escalation", "adversarial"]
+Tier = Literal["smoke", "release", "scheduled"]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+def _reason(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a reason must say why (it is empty)")
+    return value
+
+
+def _default_tiers() -> list[Tier]:
+    return ["release"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ActiveStatus(_Model):
+    """Runs and counts in the gate."""
+
+    state: Literal["active"] = "active"
+
+
+class QuarantinedStatus(_Model):
+    """Flaky or under investigation: still runs; counts in the gate only when must-pass."""
+
+    state: Literal["quarantined"] = "quarantined"
+    owner: NonEmptyStr
+    until: dt.date
+    reason: str
+
+    _check_reason = field_validator("reason")(_reason)
+
+
+class KnownFailureStatus(_Model):
+    """Fails today and everyone knows it: runs and stays visible in every report."""
+
+    state: Literal["known-failure"] = "known-failure"
+    reason: str
+
+    _check_reason = field_validator("reason")(_reason)
+
+
+class RetiredStatus(_Model):
+    """No longer selected (the file stays, for history)."""
+
+    state: Literal["retired"] = "retired"
+    reason: str
+    date: dt.date
+
+    _check_reason = field_validator("reason")(_reason)
+
+
+ScenarioStatus = Annotated[
+    ActiveStatus | QuarantinedStatus | KnownFailureStatus | RetiredStatus, Field(discriminator="state")
+]
+
+
+class RetrievalLabels(_Model):
+    """Relevant document ids for retrieval metrics@k; ``confirmed: false`` means suggested by promotion."""
+
+    relevant: list[NonEmptyStr] = Field(default_factory=list)
+    k: Annotated[int, Field(ge=1)] = 5
+    confirmed: bool = True
+
+
+class ChangelogEntry(_Model):
+    """Who changed the scenario, when, and why."""
+
+    date: dt.date
+    author: NonEmptyStr
+    reason: str
+
+    _check_reason = field_validator("reason")(_reason)
+
+
+class Scenario(_Model):
+    """One scenario of the golden set (see the module docstring of :mod:`replaygate.replay._scenario`)."""
+
+    id: Annotated[str, Field(pattern=ID_PATTERN, max_length=200)]
+    title: NonEmptyStr
+    owner: NonEmptyStr
+    origin: Origin
+    source_trace: NonEmptyStr | None = None
+    added: dt.date
+    must_pass: bool = False
+    tags: dict[NonEmptyStr, str] = Field(default_factory=dict)
+    tiers: Annotated[list[Tier], Field(min_length=1)] = Field(default_factory=_default_tiers)
+    holdout: bool = False
+    status: ScenarioStatus = Field(default_factory=ActiveStatus)
+    expected_behavior: str = ""
+    turns: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    context: dict[str, Any] = Field(default_factory=dict)
+    allow_empty: bool = False
+    checks: list[Check] = Field(default_factory=list)
+    judges: list[JudgeSpec] = Field(default_factory=list)
+    retrieval: RetrievalLabels | None = None
+    repeats: Annotated[int, Field(ge=1, le=1000)] = 5
+    threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
+    changelog: list[ChangelogEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_tiers(self) -> Scenario:
+        if len(set(self.tiers)) != len(self.tiers):
+            raise ValueError(f"tiers lists a tier twice: {self.tiers}; list each tier once")
+        return self
+
+    @property
+    def state(self) -> str:
+        """The status name: active, quarantined, known-failure or retired."""
+        return self.status.state
+
+    @property
+    def label_suggestions_pending(self) -> bool:
+        """True when promotion suggested retrieval labels or tools that nobody has confirmed yet."""
+        pending_tools = any(getattr(c, "suggested", False) for c in self.checks)
+        return pending_tools or (self.retrieval is not None and not self.retrieval.confirmed)
