@@ -1,0 +1,178 @@
+"""Judges: the :class:`Judge` protocol, its verdict, and a registry that records how each judge was made.
+
+A judge is an object with a ``name`` (``groundedness`` or ``context_relevance``), a ``model`` and a
+``prompt_version`` (recorded in the run's fingerprint), a ``needs_question`` flag, and an async
+``judge(...)`` method. The scorer passes the question only to judges with ``needs_question = True``:
+a groundedness (faithfulness) judge never receives it, so it cannot score relevance instead.
+
+``@register_judge("name")`` registers a factory (a class or a function); ``create_judge("name", **args)``
+calls it and records ``{"name": ..., "args": ...}`` on the judge (:func:`judge_spec`) so a run can rebuild
+its judges from its run file. Secrets (``api_key``) are never recorded.
+
+Environment variables read by :func:`create_judges` for ``kind="llm"`` when an argument is not given:
+``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_MODEL``, ``REPLAYGATE_JUDGE_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+from replaygate.instrumentation._records import Chunk
+from replaygate.replay._errors import JudgeError
+
+__all__ = [
+    "Judge",
+    "JudgeVerdict",
+    "create_judge",
+    "create_judges",
+    "judge_spec",
+    "register_judge",
+    "registered_judges",
+]
+
+JudgeMode = Literal["answer", "claims"]
+_SECRET_ARGS = frozenset({"api_key"})
+_SPEC_ATTR = "_replaygate_judge_spec"
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """What a judge says: a score in [0, 1], an overall verdict when it gives one, and why.
+
+    ``claims`` (groundedness, claims mode) holds ``{"claim", "supported", "document_id"}`` items;
+    ``chunks`` (context relevance) holds ``{"document_id", "relevant"}`` items.
+    """
+
+    score: float
+    verdict: bool | None = None
+    detail: str = ""
+    claims: tuple[dict[str, Any], ...] = ()
+    chunks: tuple[dict[str, Any], ...] = field(default=())
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A judge of one attempt.
+
+    Groundedness judges (``needs_question = False``) are called with ``question=None`` and must score
+    the answer against the chunks only; context-relevance judges receive the question.
+    """
+
+    name: str
+    model: str | None
+    prompt_version: str
+    needs_question: bool
+
+    async def judge(
+        self,
+        *,
+        answer: str,
+        chunks: Sequence[Chunk],
+        question: str | None = None,
+        mode: JudgeMode = "answer",
+    ) -> JudgeVerdict:
+        """Judge one attempt; raise :class:`JudgeError` when no valid verdict can be had."""
+        ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+_REGISTRY: dict[str, Callable[..., Any]] = {}
+
+
+def register_judge(name: str) -> Callable[[F], F]:
+    """Register a judge factory (class or function) under ``name`` for :func:`create_judge`."""
+
+    def decorate(factory: F) -> F:
+        existing = _REGISTRY.get(name)
+        if existing is not None and existing is not factory:
+            raise ValueError(f"a judge named {name!r} is already registered ({existing!r})")
+        _REGISTRY[name] = factory
+        return factory
+
+    return decorate
+
+
+def registered_judges() -> list[str]:
+    """The names of all registered judge factories."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def create_judge(name: str, **args: Any) -> Judge:
+    """Create a registered judge and record its name and (non-secret) arguments on it.
+
+    Raises:
+        JudgeError: no judge is registered under ``name``, or the factory rejected the arguments.
+    """
+    _load_builtin()
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise JudgeError(f"unknown judge {name!r}; registered judges: {known}")
+    try:
+        judge = factory(**args)
+    except TypeError as exc:
+        raise JudgeError(f"judge {name!r} cannot be created with {sorted(args)}: {exc}") from None
+    recorded = {k: v for k, v in args.items() if k not in _SECRET_ARGS}
+    object.__setattr__(judge, _SPEC_ATTR, {"name": name, "args": recorded})
+    if not isinstance(judge, Judge):
+        raise JudgeError(f"judge factory {name!r} returned {type(judge).__name__}, which is not a Judge")
+    return judge
+
+
+def judge_spec(judge: Judge) -> dict[str, Any] | None:
+    """How a judge was created (``{"name", "args"}``), or None when it was not made by create_judge."""
+    spec = getattr(judge, _SPEC_ATTR, None)
+    return dict(spec) if isinstance(spec, dict) else None
+
+
+def create_judges(
+    kind: Literal["offline", "llm"] = "offline",
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = 30.0,
+) -> dict[str, Judge]:
+    """Create the two judges a run uses, keyed ``groundedness`` and ``context_relevance``.
+
+    Args:
+        kind: ``offline`` (no model; the default) or ``llm`` (an OpenAI-compatible endpoint).
+        model: the judge model (``llm``; falls back to ``REPLAYGATE_JUDGE_MODEL``).
+        base_url: the endpoint base URL, e.g. ``http://127.0.0.1:8000/v1`` (``llm``; falls back to
+            ``REPLAYGATE_JUDGE_BASE_URL``).
+        api_key: sent as a bearer token (``llm``; falls back to ``REPLAYGATE_JUDGE_API_KEY``); never recorded.
+        timeout_s: per-request timeout in seconds (``llm``).
+
+    Raises:
+        JudgeError: an unknown kind, or an LLM judge without a model or base URL.
+    """
+    if kind == "offline":
+        return {
+            "groundedness": create_judge("offline_groundedness"),
+            "context_relevance": create_judge("offline_context_relevance"),
+        }
+    if kind != "llm":
+        raise JudgeError(f"unknown judge kind {kind!r}; use 'offline' or 'llm'")
+    model = model or os.environ.get("REPLAYGATE_JUDGE_MODEL")
+    base_url = base_url or os.environ.get("REPLAYGATE_JUDGE_BASE_URL")
+    api_key = api_key or os.environ.get("REPLAYGATE_JUDGE_API_KEY")
+    if not model or not base_url:
+        raise JudgeError(
+            "an LLM judge needs a model and a base URL: pass --judge-model/--judge-base-url or set "
+            "REPLAYGATE_JUDGE_MODEL and REPLAYGATE_JUDGE_BASE_URL"
+        )
+    common: dict[str, Any] = {"model": model, "base_url": base_url, "timeout_s": timeout_s}
+    if api_key:
+        common["api_key"] = api_key
+    return {
+        "groundedness": create_judge("llm", task="groundedness", **common),
+        "context_relevance": create_judge("llm", task="context_relevance", **common),
+    }
+
+
+def _load_builtin() -> None:
+    # The built-in judges register themselves on import; imported lazily to avoid an import cycle.
+    from replaygate.replay import _llm_judge, _offline_judge  # noqa: F401

@@ -1,0 +1,134 @@
+"""Retrieval metrics of one attempt against a scenario's relevance labels.
+
+Conventions (documented in the README and pinned by the tests):
+
+* ``retrieved`` is the list of chunk ids in rank order (rank 1 first). Ties in similarity score keep the
+  retriever's reported rank; the scorer orders chunks by ``(rank, position in the trace)``.
+* A chunk matches a relevant document id when it is equal to it or starts with ``"<doc id>#"`` (chunk ids
+  such as ``refund-limits#2`` belong to document ``refund-limits``).
+* Only the first ``k`` chunks count. A document retrieved more than once counts once, at its first rank;
+  later chunks of the same document take a position but earn no gain.
+* ``hit_rate@k`` is 1 when any relevant document is in the top k; ``MRR@k`` is 1 / the rank of the first
+  relevant chunk in the top k (0 when none); ``recall@k`` is the share of relevant documents found in the
+  top k; ``nDCG@k`` uses linear gain (1 per newly found relevant document), a ``log2(rank + 1)`` discount
+  and an ideal ranking over ``min(k, |relevant|)`` positions.
+* ``k`` larger than the number of chunks is fine: the missing positions simply earn nothing.
+* No relevant documents: every metric is 0.0 (nothing can be hit). The scorer records no retrieval
+  scores at all for a scenario without (confirmed) labels, so these zeros never dilute an aggregate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from replaygate.instrumentation._records import Chunk
+from replaygate.replay._runfile import RetrievalScores
+
+__all__ = [
+    "chunk_matches",
+    "matched_document",
+    "mean_retrieval_scores",
+    "ranked_chunk_ids",
+    "relevant_in_top_k",
+    "retrieval_metrics",
+]
+
+
+def chunk_matches(chunk_id: str, doc_id: str) -> bool:
+    """Whether a chunk id belongs to a document id (equal, or ``<doc id>#...``)."""
+    return chunk_id == doc_id or chunk_id.startswith(doc_id + "#")
+
+
+def matched_document(chunk_id: str, relevant: Sequence[str]) -> str | None:
+    """Return the first relevant document id the chunk belongs to, or None."""
+    for doc in relevant:
+        if chunk_matches(chunk_id, doc):
+            return doc
+    return None
+
+
+def ranked_chunk_ids(chunks: Iterable[Chunk]) -> list[str]:
+    """Chunk ids in rank order: by reported rank, ties (same rank) in trace order."""
+    indexed = list(enumerate(chunks))
+    indexed.sort(key=lambda item: (item[1].rank, item[0]))
+    return [chunk.id for _, chunk in indexed]
+
+
+def relevant_in_top_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> bool:
+    """Whether any of the first ``k`` retrieved chunks belongs to a relevant document."""
+    return any(matched_document(cid, relevant) is not None for cid in list(retrieved)[: max(k, 0)])
+
+
+def retrieval_metrics(
+    retrieved: Sequence[str],
+    relevant: Sequence[str],
+    k: int,
+    *,
+    threshold: float | None = None,
+    filtered: int | None = None,
+) -> RetrievalScores:
+    """Compute hit rate@k, MRR@k, recall@k and nDCG@k (see the module docstring for the conventions).
+
+    Args:
+        retrieved: chunk (or document) ids in rank order.
+        relevant: the relevant document ids from the scenario's labels.
+        k: how many of the top chunks count (must be at least 1).
+        threshold: the retriever's similarity threshold, when it reported one.
+        filtered: how many chunks the threshold removed, when reported; 0 flags a no-op threshold.
+
+    Returns:
+        The scores; ``retrieved`` is the number of chunks the attempt retrieved (all of them, not only k).
+    """
+    if k < 1:
+        raise ValueError(f"retrieval k must be at least 1, got {k}")
+    relevant_docs = list(dict.fromkeys(relevant))
+    top = list(retrieved)[:k]
+    found: set[str] = set()
+    first_rank: int | None = None
+    dcg = 0.0
+    for position, chunk_id in enumerate(top, start=1):
+        doc = next(
+            (d for d in relevant_docs if d not in found and chunk_matches(chunk_id, d)),
+            None,
+        )
+        if doc is None:
+            continue
+        found.add(doc)
+        if first_rank is None:
+            first_rank = position
+        dcg += 1.0 / math.log2(position + 1)
+    if relevant_docs:
+        ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, len(relevant_docs)) + 1))
+        hit = 1.0 if found else 0.0
+        mrr = 1.0 / first_rank if first_rank is not None else 0.0
+        recall = len(found) / len(relevant_docs)
+        ndcg = dcg / ideal
+    else:
+        hit = mrr = recall = ndcg = 0.0
+    return RetrievalScores(
+        k=k,
+        hit_rate=hit,
+        mrr=mrr,
+        recall=recall,
+        ndcg=ndcg,
+        retrieved=len(retrieved),
+        filtered=filtered if threshold is not None else None,
+        threshold=threshold,
+        threshold_noop=threshold is not None and filtered == 0,
+    )
+
+
+def mean_retrieval_scores(scores: Iterable[RetrievalScores]) -> dict[str, float] | None:
+    """Aggregate (mean) retrieval metrics over attempts; None when there are none."""
+    items = list(scores)
+    if not items:
+        return None
+    n = len(items)
+    return {
+        "hit_rate": sum(s.hit_rate for s in items) / n,
+        "mrr": sum(s.mrr for s in items) / n,
+        "recall": sum(s.recall for s in items) / n,
+        "ndcg": sum(s.ndcg for s in items) / n,
+        "threshold_noop": float(sum(1 for s in items if s.threshold_noop)) / n,
+    }
