@@ -1,0 +1,225 @@
+"""The SQLite side of the trace store: where the file is, the schema and its version, busy retries.
+
+The trace store shares one SQLite file with the control plane's tables (which have their own prefixes);
+its own tables are prefixed ``trace_``. The file runs in WAL mode so readers never block the agents that
+write, and every write is one ``BEGIN IMMEDIATE`` transaction retried with backoff when another process
+holds the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._records import SpanKind, SpanRecord
+
+__all__ = [
+    "DEFAULT_STORE",
+    "SCHEMA_VERSION",
+    "STORE_ENV",
+    "connect",
+    "record_from_row",
+    "record_to_row",
+    "resolve_store_path",
+    "write_transaction",
+]
+
+STORE_ENV = "REPLAYGATE_STORE"
+DEFAULT_STORE = ".replaygate/replaygate.db"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5000
+WRITE_DEADLINE_S = 60.0
+
+T = TypeVar("T")
+
+_SCHEMA_V1 = (
+    """CREATE TABLE IF NOT EXISTS trace_spans (
+        trace_id TEXT NOT NULL, span_id TEXT NOT NULL, parent_id TEXT, name TEXT NOT NULL,
+        kind TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, status TEXT NOT NULL,
+        status_message TEXT, attributes TEXT NOT NULL, events TEXT NOT NULL,
+        PRIMARY KEY (trace_id, span_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS trace_traces (
+        trace_id TEXT PRIMARY KEY, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+        session_id TEXT, user_id TEXT, agent_name TEXT, variant TEXT, config_id TEXT,
+        input_preview TEXT, output_preview TEXT, failure INTEGER NOT NULL DEFAULT 0,
+        failure_reasons TEXT NOT NULL DEFAULT '[]', updated_ns INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS trace_traces_by_start ON trace_traces (start_ns)",
+    "CREATE INDEX IF NOT EXISTS trace_traces_by_session ON trace_traces (session_id, start_ns)",
+    "CREATE INDEX IF NOT EXISTS trace_traces_by_failure ON trace_traces (failure, start_ns)",
+    "CREATE INDEX IF NOT EXISTS trace_traces_by_variant ON trace_traces (variant, start_ns)",
+    """CREATE TABLE IF NOT EXISTS trace_feedback (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, trace_id TEXT NOT NULL, score REAL NOT NULL,
+        comment TEXT, created_ns INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS trace_feedback_by_trace ON trace_feedback (trace_id)",
+)
+
+#: Statements that bring a store from version ``v`` to ``v + 1``, keyed by ``v`` (0 = empty file).
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _SCHEMA_V1}
+
+
+def resolve_store_path(url_or_path: str | os.PathLike[str] | None) -> Path:
+    """Resolve the store file: the argument, else ``$REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``.
+
+    Accepts a file path or a ``sqlite:///relative/path`` / ``sqlite:////absolute/path`` URL.
+    """
+    raw = os.fspath(url_or_path) if url_or_path is not None else os.environ.get(STORE_ENV) or DEFAULT_STORE
+    if "://" in raw:
+        scheme, _, rest = raw.partition("://")
+        if not scheme.startswith("sqlite"):
+            raise StoreError(
+                f"trace store URL {raw!r} is not SQLite: the embedded trace store needs a file path or a "
+                "sqlite:///path URL (set REPLAYGATE_STORE or --store accordingly)"
+            )
+        path = rest.removeprefix("/").split("?", 1)[0]
+        if not path or path == ":memory:":
+            raise StoreError(f"trace store URL {raw!r} names no file: use sqlite:///path/to/replaygate.db")
+        return Path(path)
+    if not raw.strip():
+        raise StoreError("empty trace store path: pass a file path or a sqlite:///path URL")
+    return Path(raw)
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _retry_busy(action: Callable[[], T]) -> T:
+    """Run ``action``, retrying with jittered exponential backoff while another process holds the lock."""
+    deadline = time.monotonic() + WRITE_DEADLINE_S
+    delay = 0.01
+    while True:
+        try:
+            return action()
+        except sqlite3.Error as exc:
+            if not _is_busy(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.5)
+
+
+def write_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction, retrying with backoff while the file is busy."""
+
+    def attempt() -> T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    return _retry_busy(attempt)
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    row = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'trace_schema'"
+    ).fetchone()
+    if row is None:
+        return 0
+    found = conn.execute("SELECT version FROM trace_schema WHERE id = 1").fetchone()
+    return int(found[0]) if found else 0
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = _version(conn)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"trace store {path} has schema version {version}, newer than this replaygate-instrumentation "
+            f"understands ({SCHEMA_VERSION}): upgrade replaygate-instrumentation or use another store"
+        )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS trace_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)"
+    )
+    while version < SCHEMA_VERSION:
+        for statement in MIGRATIONS[version]:
+            conn.execute(statement)
+        version += 1
+    conn.execute("INSERT OR REPLACE INTO trace_schema (id, version) VALUES (1, ?)", (version,))
+
+
+def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
+    """Open (and create or migrate) the store at ``path``; every failure is a :class:`StoreError`."""
+    if not create and not path.is_file():
+        raise StoreError(
+            f"no trace store at {path}: run an instrumented agent first, or point --store / "
+            f"{STORE_ENV} at an existing store"
+        )
+    try:
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(
+            f"cannot open trace store {path}: {exc} (check the path and its permissions)"
+        ) from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if _version(conn) != SCHEMA_VERSION:
+            write_transaction(conn, lambda c: _migrate(c, path))
+    except StoreError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(
+            f"cannot use trace store {path}: {exc} (is it a replaygate SQLite store? move a damaged "
+            "file away and a new store is created)"
+        ) from exc
+    return conn
+
+
+def record_to_row(record: SpanRecord) -> tuple[Any, ...]:
+    """The ``trace_spans`` row of one span (attributes and events as JSON)."""
+    return (
+        record.trace_id,
+        record.span_id,
+        record.parent_id,
+        record.name,
+        record.kind,
+        record.start_ns,
+        record.end_ns,
+        record.status,
+        record.status_message,
+        json.dumps(record.attributes, ensure_ascii=False, default=str),
+        json.dumps(list(record.events), ensure_ascii=False, default=str),
+    )
+
+
+_KINDS = {"agent", "retrieval", "tool", "llm", "other"}
+_STATUSES = {"ok", "error", "unset"}
+
+
+def record_from_row(row: Iterable[Any]) -> SpanRecord:
+    """Rebuild a :class:`SpanRecord` from a ``trace_spans`` row."""
+    (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, message, attributes, events) = row
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        kind=cast(SpanKind, kind if kind in _KINDS else "other"),
+        start_ns=int(start_ns),
+        end_ns=int(end_ns),
+        status=status if status in _STATUSES else "unset",
+        status_message=message,
+        attributes=json.loads(attributes),
+        events=tuple(json.loads(events)),
+    )
