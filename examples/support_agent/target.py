@@ -1,0 +1,73 @@
+"""The replay target: one fresh session of the support agent, the turns sent in order.
+
+Used by ``replaygate run --target examples.support_agent.target:run_session --config <yaml>``: the
+replay engine passes the scenario's turns, its context and the parsed configuration file.
+
+``context`` may hold ``user_id`` (the customer, so order ownership is checked), ``order_id`` (an order
+already selected in the chat widget, so the agent does not need to ask for it) and ``seed`` (combined
+with the configuration's seed to make one attempt reproducible; without any seed every attempt draws
+fresh randomness, as repeated calls to a real model would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from examples.support_agent._agent import SupportAgent
+from examples.support_agent._config import load_config
+
+__all__ = ["arun_session", "run_session"]
+
+
+def _seed(context: Mapping[str, Any], config_seed: int | None) -> int | None:
+    ctx_seed = context.get("seed")
+    if ctx_seed is None:
+        return config_seed
+    return int(ctx_seed) if config_seed is None else int(ctx_seed) * 1_000_003 + config_seed
+
+
+def run_session(
+    turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Run one fresh session through ``SupportAgent.respond`` and return the answers and the last label.
+
+    Args:
+        turns: the user messages, in order.
+        context: optional ``user_id``, ``order_id``, ``seed``.
+        config: the parsed YAML of one configuration (``configs/*.yaml``).
+
+    Returns:
+        ``{"answer", "answers", "label", "labels", "messages", "session_id", "trace_ids"}`` where
+        ``label`` is ``answer``, ``escalate``, ``clarify`` or ``refuse`` for the last turn.
+
+    Raises:
+        ValueError: no turns were given (``ConfigError``, a ValueError, for a bad configuration).
+    """
+    if not turns:
+        raise ValueError("run_session needs at least one turn (the scenario has no user turns)")
+    cfg = load_config(config)
+    agent = SupportAgent(cfg, seed=_seed(context, cfg.seed))
+    session_id = f"replay-{uuid.uuid4().hex[:16]}"
+    user_id = context.get("user_id")
+    user = str(user_id) if user_id is not None else None
+    state = agent.start_session(session_id, user_id=user, order_id=context.get("order_id"))
+    answers = [agent.respond(str(turn), session_id=session_id, user_id=user) for turn in turns]
+    return {
+        "answer": answers[-1],
+        "answers": answers,
+        "label": state.turns[-1].label,
+        "labels": [t.label for t in state.turns],
+        "messages": list(state.history),
+        "session_id": session_id,
+        "trace_ids": [t.trace_id for t in state.turns],
+    }
+
+
+async def arun_session(
+    turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The same as :func:`run_session`, awaited (the session runs in a worker thread, context copied)."""
+    return await asyncio.to_thread(run_session, list(turns), dict(context), dict(config))
