@@ -1,9 +1,144 @@
-"""replaygate.instrumentation: what a production agent installs.
+"""replaygate.instrumentation: what a production agent installs — one decorator, OpenTelemetry spans.
 
-(The user's manual is written by the instrumentation issue.)
+Usage::
+
+    from replaygate.instrumentation import configure, trace_agent, retrieval, tool_call, llm_call
+
+    configure(service_name="support-agent")          # embedded store at .replaygate/replaygate.db
+
+    @trace_agent(name="support-agent", version="1.4.0")
+    def respond(message: str, session_id: str | None = None, user_id: str | None = None) -> str:
+        with retrieval(message, data_source="policies") as r:
+            chunks = search(message)
+            r.record(chunks)                          # dicts or objects with id, score, text[, metadata]
+        with tool_call("lookup_order", {"order_id": "ORD-10042"}) as t:
+            t.set_result(lookup_order("ORD-10042"))
+        with llm_call("gpt-4o-mini", provider="openai") as llm:
+            answer = model(message, chunks)
+            llm.set_usage(input_tokens=812, output_tokens=96)
+            llm.set_output(answer)
+        return answer
+
+Each call of ``respond`` becomes one trace: an ``invoke_agent support-agent`` span (input, output,
+session, user, agent name and version, failure reasons) with ``retrieval``, ``execute_tool`` and ``chat``
+child spans, named after the OpenTelemetry GenAI semantic conventions (v1.41) and written the
+OpenInference way too, so the same trace reads well in Phoenix and Langfuse. ``@trace_agent`` works on
+functions and methods, sync or async, and on (async) generators that stream the answer (recorded when the
+stream ends, including an early ``close()``). Decorator forms exist for the child spans: ``@trace_tool``,
+``@trace_llm``, ``@trace_retriever``.
+
+Failure signals (the failure inbox reads them): an exception (propagated unchanged), an empty answer,
+``mark_escalation(reason)``, ``mark_failure(reason)``, and ``record_feedback(trace_id, score)`` arriving
+later from any process (``current_trace_id()`` gives the id to hand to the UI). ``mark_clarification()``
+notes a clarifying question. ``annotate_agent({...})`` sets attributes on the innermost agent span.
+
+Threads: ``contextvars`` do not follow work into an executor; submit ``wrap_for_executor(fn)`` so spans and
+marks made there belong to the agent call that submitted them. asyncio tasks inherit the context.
+
+Where spans go — ``configure(...)`` (call it again to change; the last call wins):
+
+- the embedded store (SQLite, default ``.replaygate/replaygate.db``; ``store=None`` disables it), read by
+  ``replaygate traces`` / ``replaygate failures``;
+- OTLP to any collector, Phoenix, Jaeger (``otlp_endpoint``, ``http/protobuf`` or ``grpc``);
+- Langfuse, through its OpenTelemetry endpoint ``{host}/api/public/otel/v1/traces`` (keys as basic auth;
+  no Langfuse SDK needed);
+- extra ``SpanExporter`` objects (``exporters=[...]``).
+
+``configure`` attaches its processor to the global SDK TracerProvider when one exists (other tools' spans
+are untouched), creates one when there is none, or uses an isolated provider given as
+``tracer_provider=`` (then nothing reaches the global provider). Without any ``configure`` call the
+decorators use the global provider; when that is the default no-op one they cost almost nothing.
+Export is asynchronous and bounded: each exporter has its own queue and worker thread, a dead collector
+costs the agent nothing but dropped spans (counted in ``health()``), and ``shutdown(timeout)`` (also run
+at exit) flushes with a deadline. Redaction (API keys such as ``sk-…``, bearer tokens, e-mail addresses
+and your patterns) runs on every span before any exporter sees it. With content capture off for an
+exporter, text (inputs, outputs, messages, tool payloads, retrieved text) is replaced by
+``sha256:<hex>``. Instrumentation faults never reach the agent: they are counted and logged once.
+
+Environment variables (an explicit ``configure`` argument wins):
+
+- ``REPLAYGATE_STORE``: store path or ``sqlite:///path`` URL; ``off`` disables the store.
+- ``REPLAYGATE_CAPTURE_CONTENT``: keep text in the store and extra exporters (default ``true``).
+- ``REPLAYGATE_OTLP_CAPTURE_CONTENT``, ``REPLAYGATE_LANGFUSE_CAPTURE_CONTENT``: keep text in OTLP /
+  Langfuse export (default ``false``: hashed).
+- ``REPLAYGATE_REDACT``: an extra regular expression, or a JSON list of them.
+- ``REPLAYGATE_REDACT_DEFAULTS``: ``false`` turns the built-in patterns off.
+- ``REPLAYGATE_SAMPLE_RATIO``: share of traces exported (0..1, by trace id; default 1).
+- ``REPLAYGATE_QUEUE_SIZE`` (2048), ``REPLAYGATE_BATCH_SIZE`` (512), ``REPLAYGATE_SCHEDULE_DELAY``
+  (seconds, 1), ``REPLAYGATE_SHUTDOWN_TIMEOUT`` (seconds, 5), ``REPLAYGATE_MAX_TEXT_CHARS`` (32768).
+- ``OTEL_SERVICE_NAME``; ``OTEL_EXPORTER_OTLP_ENDPOINT`` (base URL, ``/v1/traces`` appended for HTTP) or
+  ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as is); ``OTEL_EXPORTER_OTLP_HEADERS`` /
+  ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` (``k=v,k2=v2``); ``OTEL_EXPORTER_OTLP_PROTOCOL`` /
+  ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``http/protobuf`` or ``grpc``); ``OTEL_EXPORTER_OTLP_TIMEOUT``.
+- ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_HOST`` (default
+  ``https://cloud.langfuse.com``): Langfuse export is on when both keys are set.
+
+For the replay engine: ``SpanCollector`` is a span processor keeping finished spans per trace
+(``pop(trace_id)``) as ``SpanRecord``; ``summarize_spans`` turns them into a ``TraceSummary``.
 """
 
+from replaygate.instrumentation._agent import (
+    annotate_agent,
+    current_trace_id,
+    mark_clarification,
+    mark_escalation,
+    mark_failure,
+)
+from replaygate.instrumentation._collector import SpanCollector
+from replaygate.instrumentation._configure import configure, health, shutdown
+from replaygate.instrumentation._context import run_in_context, wrap_for_executor
 from replaygate.instrumentation._errors import InstrumentationError, ReplaygateError, StoreError
+from replaygate.instrumentation._feedback import record_feedback
+from replaygate.instrumentation._records import (
+    FAILURE_REASONS,
+    Chunk,
+    LlmCall,
+    SpanRecord,
+    ToolCall,
+    TraceRecord,
+    TraceSummary,
+)
+from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
+from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
+from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
+from replaygate.instrumentation._summary import span_to_record, summarize_spans
+from replaygate.instrumentation._trace_agent import trace_agent
 from replaygate.instrumentation.version import __version__
 
-__all__ = ["InstrumentationError", "ReplaygateError", "StoreError", "__version__"]
+__all__ = [
+    "FAILURE_REASONS",
+    "Chunk",
+    "InstrumentationError",
+    "LlmCall",
+    "ReplaygateError",
+    "SpanCollector",
+    "SpanRecord",
+    "StoreError",
+    "StoreSpanExporter",
+    "ToolCall",
+    "TraceRecord",
+    "TraceStore",
+    "TraceSummary",
+    "__version__",
+    "annotate_agent",
+    "configure",
+    "current_trace_id",
+    "health",
+    "llm_call",
+    "mark_clarification",
+    "mark_escalation",
+    "mark_failure",
+    "record_feedback",
+    "record_retrieval",
+    "retrieval",
+    "run_in_context",
+    "shutdown",
+    "span_to_record",
+    "summarize_spans",
+    "tool_call",
+    "trace_agent",
+    "trace_llm",
+    "trace_retriever",
+    "trace_tool",
+    "wrap_for_executor",
+]

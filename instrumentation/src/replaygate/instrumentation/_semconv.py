@@ -43,6 +43,13 @@ __all__ = [
     "USAGE_INPUT_TOKENS",
     "USAGE_OUTPUT_TOKENS",
     "oi_document",
+    "OI_TOOL_NAME",
+    "OI_LLM_MODEL_NAME",
+    "OI_LLM_PROVIDER",
+    "OI_TOKEN_PROMPT",
+    "OI_TOKEN_COMPLETION",
+    "RG_FAILURE_REASON",
+    "RG_STREAM_CLOSED_EARLY",
 ]
 
 # GenAI semantic conventions
@@ -74,6 +81,11 @@ OI_DOCUMENT_ID = "document.id"
 OI_DOCUMENT_SCORE = "document.score"
 OI_DOCUMENT_CONTENT = "document.content"
 OI_DOCUMENT_METADATA = "document.metadata"
+OI_TOOL_NAME = "tool.name"
+OI_LLM_MODEL_NAME = "llm.model_name"
+OI_LLM_PROVIDER = "llm.provider"
+OI_TOKEN_PROMPT = "llm.token_count.prompt"
+OI_TOKEN_COMPLETION = "llm.token_count.completion"
 
 
 def oi_document(index: int, field: str) -> str:
@@ -92,3 +104,5 @@ RG_CONTENT_HASHED = "replaygate.content_hashed"  # bool: text replaced by sha256
 RG_RETRIEVAL_QUERY = "replaygate.retrieval.query"
 RG_RETRIEVAL_THRESHOLD = "replaygate.retrieval.threshold"
 RG_RETRIEVAL_FILTERED = "replaygate.retrieval.filtered"  # chunks the threshold removed
+RG_FAILURE_REASON = "replaygate.failure.reason"  # the text given to mark_failure(reason)
+RG_STREAM_CLOSED_EARLY = "replaygate.stream.closed_early"  # bool: a streamed answer was closed before its end

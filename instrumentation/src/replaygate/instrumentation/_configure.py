@@ -1,0 +1,292 @@
+"""``configure``, ``shutdown`` and ``health``: wiring replaygate's processors into a TracerProvider."""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+from replaygate.instrumentation._errors import InstrumentationError
+from replaygate.instrumentation._export import ExportSink, Pipeline, Slot
+from replaygate.instrumentation._health import HEALTH, fault
+from replaygate.instrumentation._redaction import Redactor
+from replaygate.instrumentation._settings import UNSET, Settings, resolve_settings
+from replaygate.instrumentation._state import SCOPE, STATE
+from replaygate.instrumentation.version import __version__
+
+__all__ = ["configure", "health", "shutdown"]
+
+_atexit_registered = False
+
+
+def _provider(given: Any, settings: Settings) -> TracerProvider:
+    if given is not None:
+        if not hasattr(given, "add_span_processor") or not hasattr(given, "get_tracer"):
+            raise InstrumentationError(
+                f"tracer_provider={type(given).__name__} is not an OpenTelemetry SDK TracerProvider "
+                "(it has no add_span_processor); pass opentelemetry.sdk.trace.TracerProvider()"
+            )
+        return given  # type: ignore[no-any-return]
+    current = trace.get_tracer_provider()
+    if hasattr(current, "add_span_processor"):
+        return current  # type: ignore[return-value]
+    if isinstance(current, trace.ProxyTracerProvider):
+        attrs = {SERVICE_NAME: settings.service_name} if settings.service_name else {}
+        created = TracerProvider(resource=Resource.create(attrs))
+        trace.set_tracer_provider(created)
+        STATE.owns_global = True
+        return created
+    raise InstrumentationError(
+        f"the global tracer provider is a {type(current).__name__}, which accepts no span processors; "
+        "install the OpenTelemetry SDK provider first or pass configure(tracer_provider=...)"
+    )
+
+
+def _resource_override(provider: TracerProvider, settings: Settings) -> Resource | None:
+    resource = getattr(provider, "resource", None)
+    if not settings.service_name or not isinstance(resource, Resource):
+        return None
+    current = str(resource.attributes.get(SERVICE_NAME, ""))
+    if current == settings.service_name or (current and not current.startswith("unknown_service")):
+        return None
+    return resource.merge(Resource({SERVICE_NAME: settings.service_name}))
+
+
+def _otlp_exporter(settings: Settings) -> SpanExporter:
+    endpoint = settings.otlp_endpoint
+    assert endpoint is not None
+    try:
+        if settings.otlp_protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                OTLPSpanExporter as GrpcExporter,
+            )
+
+            insecure = True if endpoint.startswith("http://") else None
+            target = re.sub(r"^https?://", "", endpoint)
+            return GrpcExporter(
+                endpoint=target,
+                insecure=insecure,
+                headers=dict(settings.otlp_headers) or None,
+                timeout=settings.otlp_timeout_s,
+            )
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+        return HttpExporter(
+            endpoint=endpoint, headers=dict(settings.otlp_headers), timeout=settings.otlp_timeout_s
+        )
+    except ImportError as exc:
+        raise InstrumentationError(
+            f"OTLP export over {settings.otlp_protocol} needs the exporter package ({exc.name}); "
+            "install replaygate-instrumentation[otlp]"
+        ) from exc
+
+
+def _langfuse_exporter(settings: Settings) -> SpanExporter:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+    except ImportError as exc:
+        raise InstrumentationError(
+            "Langfuse export uses the OTLP/HTTP exporter; install replaygate-instrumentation[otlp]"
+        ) from exc
+    token = base64.b64encode(
+        f"{settings.langfuse_public_key}:{settings.langfuse_secret_key}".encode()
+    ).decode()
+    return HttpExporter(
+        endpoint=settings.langfuse_endpoint,
+        headers={"Authorization": f"Basic {token}"},
+        timeout=settings.otlp_timeout_s,
+    )
+
+
+def _sinks(
+    settings: Settings, redactor: Redactor, extra: Sequence[SpanExporter], resource: Resource | None
+) -> list[ExportSink]:
+    def sink(name: str, exporter: SpanExporter, capture: bool) -> ExportSink:
+        return ExportSink(
+            name,
+            exporter,
+            redactor=redactor,
+            capture_content=capture,
+            resource=resource,
+            max_queue_size=settings.max_queue_size,
+            max_batch_size=settings.max_batch_size,
+            schedule_delay_s=settings.schedule_delay_s,
+        )
+
+    sinks: list[ExportSink] = []
+    try:
+        if settings.store is not None:
+            from replaygate.instrumentation._store import StoreSpanExporter
+
+            try:
+                store_exporter = StoreSpanExporter(settings.store)
+            except Exception as exc:  # noqa: BLE001 - an unwritable store must not stop the agent
+                fault(f"opening the trace store {settings.store}", exc)
+            else:
+                sinks.append(sink("store", store_exporter, settings.capture_store))
+        if settings.otlp_endpoint:
+            sinks.append(sink("otlp", _otlp_exporter(settings), settings.capture_otlp))
+        if settings.langfuse_enabled:
+            sinks.append(sink("langfuse", _langfuse_exporter(settings), settings.capture_langfuse))
+        for i, exporter in enumerate(extra):
+            sinks.append(sink(f"{type(exporter).__name__}#{i}", exporter, settings.capture_store))
+    except BaseException:
+        for built in sinks:
+            built.shutdown(0.5)
+        raise
+    return sinks
+
+
+def configure(
+    *,
+    service_name: str | None = None,
+    store: str | os.PathLike[str] | bool | None = UNSET,
+    otlp_endpoint: str | bool | None = None,
+    otlp_protocol: str | None = None,
+    otlp_headers: str | Mapping[str, str] | None = None,
+    otlp_timeout_s: float | None = None,
+    langfuse: bool | None = None,
+    langfuse_public_key: str | None = None,
+    langfuse_secret_key: str | None = None,
+    langfuse_host: str | None = None,
+    capture_content: bool | None = None,
+    otlp_capture_content: bool | None = None,
+    langfuse_capture_content: bool | None = None,
+    redact: Sequence[str] = (),
+    redact_defaults: bool | None = None,
+    sample_ratio: float | None = None,
+    tracer_provider: TracerProvider | None = None,
+    exporters: Sequence[SpanExporter] = (),
+    max_queue_size: int | None = None,
+    max_batch_size: int | None = None,
+    schedule_delay_s: float | None = None,
+    shutdown_timeout_s: float | None = None,
+) -> None:
+    """Set up where spans go; may be called again (the last call wins).
+
+    Each argument left as None falls back to its environment variable, then to its default (see the
+    package docstring). The previous call's processors are detached and shut down.
+
+    Args:
+        service_name: ``service.name`` of a provider replaygate creates (env ``OTEL_SERVICE_NAME``).
+        store: path or ``sqlite:///`` URL of the embedded store; None or False disables it
+            (env ``REPLAYGATE_STORE``, default ``.replaygate/replaygate.db``).
+        otlp_endpoint: OTLP collector URL (env ``OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT``); False disables.
+        otlp_protocol: ``http/protobuf`` (default) or ``grpc`` (env ``OTEL_EXPORTER_OTLP_PROTOCOL``).
+        otlp_headers: headers as a mapping or ``k=v,k2=v2`` (env ``OTEL_EXPORTER_OTLP_HEADERS``).
+        otlp_timeout_s: per-export timeout of the OTLP and Langfuse exporters
+            (env ``OTEL_EXPORTER_OTLP_TIMEOUT``).
+        langfuse: False disables Langfuse export even when the keys are set.
+        langfuse_public_key: env ``LANGFUSE_PUBLIC_KEY``.
+        langfuse_secret_key: env ``LANGFUSE_SECRET_KEY``.
+        langfuse_host: env ``LANGFUSE_HOST`` (default ``https://cloud.langfuse.com``).
+        capture_content: keep text in the store and extra exporters (default True); False hashes it.
+        otlp_capture_content: keep text in OTLP export (default False: text is hashed).
+        langfuse_capture_content: keep text in Langfuse export (default False: text is hashed).
+        redact: extra regular expressions whose matches are replaced before export.
+        redact_defaults: apply the built-in patterns (keys, tokens, e-mail addresses); default True.
+        sample_ratio: share of traces exported, 0..1, by trace id (env ``REPLAYGATE_SAMPLE_RATIO``).
+        tracer_provider: an isolated SDK provider to use instead of the global one.
+        exporters: extra ``SpanExporter`` objects, each behind its own bounded queue.
+        max_queue_size: spans buffered per exporter before dropping (env ``REPLAYGATE_QUEUE_SIZE``).
+        max_batch_size: spans per export call (env ``REPLAYGATE_BATCH_SIZE``).
+        schedule_delay_s: seconds between exports (env ``REPLAYGATE_SCHEDULE_DELAY``).
+        shutdown_timeout_s: flush deadline at exit (env ``REPLAYGATE_SHUTDOWN_TIMEOUT``, default 5).
+
+    Raises:
+        InstrumentationError: an option or environment variable is invalid, or an exporter package is missing.
+    """
+    global _atexit_registered
+    settings = resolve_settings(
+        env=os.environ,
+        service_name=service_name,
+        store=store,
+        otlp_endpoint=otlp_endpoint,
+        otlp_protocol=otlp_protocol,
+        otlp_headers=otlp_headers,
+        otlp_timeout_s=otlp_timeout_s,
+        langfuse=langfuse,
+        langfuse_public_key=langfuse_public_key,
+        langfuse_secret_key=langfuse_secret_key,
+        langfuse_host=langfuse_host,
+        capture_content=capture_content,
+        otlp_capture_content=otlp_capture_content,
+        langfuse_capture_content=langfuse_capture_content,
+        redact=redact,
+        redact_defaults=redact_defaults,
+        sample_ratio=sample_ratio,
+        max_queue_size=max_queue_size,
+        max_batch_size=max_batch_size,
+        schedule_delay_s=schedule_delay_s,
+        shutdown_timeout_s=shutdown_timeout_s,
+    )
+    redactor = Redactor(settings.redact, defaults=settings.redact_defaults)
+    with STATE.lock:
+        provider = _provider(tracer_provider, settings)
+        sinks = _sinks(settings, redactor, exporters, _resource_override(provider, settings))
+        pipeline = Pipeline(sinks, sample_ratio=settings.sample_ratio)
+        slot = STATE.slots.get(provider)
+        if slot is None:
+            slot = Slot()
+            provider.add_span_processor(slot)
+            STATE.slots[provider] = slot
+        for other_provider, other_slot in list(STATE.slots.items()):
+            if other_provider is not provider:
+                other_slot.pipeline = None
+        old = STATE.pipeline
+        slot.pipeline = pipeline
+        STATE.pipeline = pipeline
+        STATE.provider = provider
+        STATE.tracer = provider.get_tracer(SCOPE, __version__)
+        STATE.max_chars = settings.max_chars
+        STATE.shutdown_timeout_s = settings.shutdown_timeout_s
+        STATE.configured = True
+        if not _atexit_registered:
+            atexit.register(_shutdown_at_exit)
+            _atexit_registered = True
+    if old is not None:
+        old.shutdown(min(settings.shutdown_timeout_s, 5.0))
+
+
+def shutdown(timeout: float = 5.0) -> bool:
+    """Flush every exporter within ``timeout`` seconds and stop them; spans not sent count as dropped.
+
+    Decorated agents keep working afterwards; their spans go nowhere until ``configure`` is called again.
+
+    Returns:
+        True when everything queued was exported in time.
+    """
+    with STATE.lock:
+        pipeline, STATE.pipeline = STATE.pipeline, None
+        for slot in STATE.slots.values():
+            slot.pipeline = None
+    if pipeline is None:
+        return True
+    return pipeline.shutdown(timeout)
+
+
+def _shutdown_at_exit() -> None:
+    shutdown(STATE.shutdown_timeout_s)
+
+
+def health() -> dict[str, Any]:
+    """Counters since the process started, as a dict.
+
+    Keys: ``exported_spans``, ``dropped_spans`` (queue full, or left at shutdown), ``failed_spans`` and
+    ``export_errors`` (export calls that failed), ``instrumentation_faults`` (bugs or broken exporters
+    caught before they reached the agent), ``redactions``, ``hashed_spans``, ``queued_spans`` (waiting
+    now), ``exporters`` (the same counters per exporter) and ``configured``.
+    """
+    snapshot = HEALTH.snapshot()
+    pipeline = STATE.pipeline
+    snapshot["queued_spans"] = sum(s.pending() for s in pipeline.sinks) if pipeline else 0
+    snapshot["configured"] = pipeline is not None
+    snapshot["active_exporters"] = [s.name for s in pipeline.sinks] if pipeline else []
+    return snapshot

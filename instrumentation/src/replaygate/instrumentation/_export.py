@@ -1,0 +1,255 @@
+"""Bounded, asynchronous export: one span processor fanning out to one worker thread per exporter.
+
+The agent's thread only appends the finished span to each exporter's bounded queue (or counts it as
+dropped when the queue is full). Each worker redacts its batch (and hashes content when that exporter's
+capture is off) and exports it, so a dead collector slows nothing but its own worker. Shutdown flushes
+with a deadline and then abandons what is left, counting it as dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from replaygate.instrumentation._health import HEALTH, fault, logger
+from replaygate.instrumentation._redaction import Redactor
+from replaygate.instrumentation._spancopy import transform_span
+
+__all__ = ["ExportSink", "Pipeline", "Slot", "sample_bound"]
+
+_MASK64 = (1 << 64) - 1
+
+
+def sample_bound(ratio: float) -> int | None:
+    """Upper bound on the low 64 bits of a trace id for it to be kept (None keeps everything)."""
+    if ratio >= 1.0:
+        return None
+    return round(max(ratio, 0.0) * (1 << 64))
+
+
+class ExportSink:
+    """One exporter behind its own bounded queue and worker thread."""
+
+    def __init__(
+        self,
+        name: str,
+        exporter: SpanExporter,
+        *,
+        redactor: Redactor,
+        capture_content: bool,
+        resource: Resource | None = None,
+        max_queue_size: int = 2048,
+        max_batch_size: int = 512,
+        schedule_delay_s: float = 1.0,
+    ) -> None:
+        self.name = name
+        self.exporter = exporter
+        self.capture_content = capture_content
+        self._redactor = redactor
+        self._resource = resource
+        self._max_queue = max(1, max_queue_size)
+        self._max_batch = max(1, min(max_batch_size, self._max_queue))
+        self._delay = max(0.001, schedule_delay_s)
+        self._queue: deque[ReadableSpan] = deque()
+        self._wake = threading.Event()
+        self._closed = False
+        self._abandon = False
+        self._busy = 0
+        self._thread = threading.Thread(target=self._run, name=f"replaygate-export-{name}", daemon=True)
+        self._thread.start()
+
+    def offer(self, span: ReadableSpan) -> None:
+        """Queue a finished span; count it as dropped when the queue is full or closed."""
+        if self._closed or len(self._queue) >= self._max_queue:
+            HEALTH.add("dropped_spans", exporter=self.name)
+            if HEALTH.first_time(f"drop:{self.name}"):
+                logger.warning(
+                    "replaygate: the %s export queue is full (%d spans) or closed; spans are dropped and "
+                    "counted in health()['dropped_spans']. Is the %s destination reachable?",
+                    self.name,
+                    self._max_queue,
+                    self.name,
+                )
+            return
+        self._queue.append(span)
+        if len(self._queue) >= self._max_batch:
+            self._wake.set()
+
+    def pending(self) -> int:
+        return len(self._queue) + self._busy
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self._delay)
+            self._wake.clear()
+            self._drain()
+            if self._closed and (not self._queue or self._abandon):
+                return
+
+    def _drain(self) -> None:
+        while self._queue and not self._abandon:
+            batch: list[ReadableSpan] = []
+            self._busy = 1
+            try:
+                while self._queue and len(batch) < self._max_batch:
+                    batch.append(self._queue.popleft())
+                self._export(batch)
+            finally:
+                self._busy = 0
+
+    def _export(self, batch: Sequence[ReadableSpan]) -> None:
+        ready: list[ReadableSpan] = []
+        redactions = 0
+        for span in batch:
+            try:
+                copy, n = transform_span(
+                    span, self._redactor, capture_content=self.capture_content, resource=self._resource
+                )
+            except Exception as exc:  # noqa: BLE001 - a span that cannot be redacted is never exported
+                fault(f"redaction ({self.name})", exc)
+                HEALTH.add("dropped_spans", exporter=self.name)
+                continue
+            redactions += n
+            ready.append(copy)
+        HEALTH.add("redactions", redactions, exporter=self.name)
+        if not self.capture_content:
+            HEALTH.add("hashed_spans", len(ready), exporter=self.name)
+        if not ready:
+            return
+        try:
+            result = self.exporter.export(ready)
+        except Exception as exc:  # noqa: BLE001 - exporters must not kill the worker
+            fault(f"exporter {self.name}", exc)
+            result = SpanExportResult.FAILURE
+        if result == SpanExportResult.SUCCESS:
+            HEALTH.add("exported_spans", len(ready), exporter=self.name)
+        else:
+            HEALTH.add("export_errors", 1, exporter=self.name)
+            HEALTH.add("failed_spans", len(ready), exporter=self.name)
+            if HEALTH.first_time(f"export:{self.name}"):
+                logger.warning(
+                    "replaygate: exporting %d spans to %s failed; failures are counted in "
+                    "health()['export_errors'] and not logged again",
+                    len(ready),
+                    self.name,
+                )
+
+    def flush(self, timeout_s: float) -> bool:
+        """Export everything queued so far; False when the deadline passed first."""
+        deadline = time.monotonic() + timeout_s
+        while self.pending():
+            if time.monotonic() >= deadline or not self._thread.is_alive():
+                return False
+            self._wake.set()
+            time.sleep(0.005)
+        return True
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Flush until the deadline, then stop the exporter; leftover spans count as dropped."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        self._closed = True
+        self._wake.set()
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        flushed = not self._thread.is_alive()
+        if not flushed:
+            self._abandon = True
+        try:
+            # Interrupts an exporter stuck in retries (the OTLP exporters honour it).
+            self.exporter.shutdown()
+        except Exception as exc:  # noqa: BLE001
+            fault(f"exporter {self.name} shutdown", exc)
+        if not flushed:
+            self._thread.join(0.2)
+        left = len(self._queue)
+        if left:
+            self._queue.clear()
+            HEALTH.add("dropped_spans", left, exporter=self.name)
+        return flushed and left == 0
+
+
+class Pipeline(SpanProcessor):
+    """The span processor of one ``configure`` call: sampling, then fan-out to the export sinks."""
+
+    def __init__(self, sinks: Sequence[ExportSink], *, sample_ratio: float = 1.0) -> None:
+        self.sinks = tuple(sinks)
+        self._bound = sample_bound(sample_ratio)
+        self._stopped = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._stopped:
+            return
+        try:
+            if self._bound is not None:
+                context = span.context
+                if context is None or (context.trace_id & _MASK64) >= self._bound:
+                    return
+            for sink in self.sinks:
+                sink.offer(span)
+        except Exception as exc:  # noqa: BLE001 - never reach the agent
+            fault("span processor", exc)
+
+    def shutdown(self, timeout_s: float = 5.0) -> bool:  # type: ignore[override]
+        if self._stopped:
+            return True
+        self._stopped = True
+        deadline = time.monotonic() + timeout_s
+        ok = True
+        # Shut sinks down in parallel so one dead collector does not eat the others' time.
+        results: dict[str, bool] = {}
+        threads = [
+            threading.Thread(
+                target=lambda s=sink: results.__setitem__(s.name, s.shutdown(deadline - time.monotonic())),
+                daemon=True,
+            )
+            for sink in self.sinks
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()) + 0.5)
+        for sink in self.sinks:
+            ok = ok and results.get(sink.name, False)
+        return ok
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        deadline = time.monotonic() + timeout_millis / 1000
+        ok = True
+        for sink in self.sinks:
+            ok = sink.flush(max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+
+class Slot(SpanProcessor):
+    """Attached once to a TracerProvider; forwards to the current pipeline (None detaches it).
+
+    SDK providers cannot remove a processor, so re-configuring swaps what the slot forwards to.
+    """
+
+    def __init__(self) -> None:
+        self.pipeline: Pipeline | None = None
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        pipeline = self.pipeline
+        if pipeline is not None:
+            pipeline.on_end(span)
+
+    def shutdown(self) -> None:
+        pipeline, self.pipeline = self.pipeline, None
+        if pipeline is not None:
+            pipeline.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        pipeline = self.pipeline
+        return True if pipeline is None else pipeline.force_flush(timeout_millis)

@@ -1,0 +1,142 @@
+"""The copy of a finished span an exporter sees: redacted, and with content hashed when capture is off.
+
+Runs on the export worker threads, never on the agent's thread. The original span is handed on unchanged
+when nothing needs changing (no match, capture on), so the common case costs one scan of the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Status
+from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation._encoding import content_hash
+from replaygate.instrumentation._redaction import Redactor
+
+__all__ = ["CONTENT_ATTRIBUTES", "is_content_attribute", "transform_span"]
+
+#: Attributes that hold conversation text, retrieved text or tool payloads.
+CONTENT_ATTRIBUTES = frozenset(
+    {
+        sc.OI_INPUT_VALUE,
+        sc.OI_OUTPUT_VALUE,
+        sc.INPUT_MESSAGES,
+        sc.OUTPUT_MESSAGES,
+        sc.TOOL_CALL_ARGUMENTS,
+        sc.TOOL_CALL_RESULT,
+        sc.RG_RETRIEVAL_QUERY,
+        sc.RG_FAILURE_REASON,
+        sc.RG_ESCALATION_REASON,
+        "gen_ai.system_instructions",
+    }
+)
+_DOC_CONTENT = re.compile(r"^retrieval\.documents\.\d+\.document\.(?:content|metadata)$")
+
+
+def is_content_attribute(key: str) -> bool:
+    """Whether the attribute ``key`` carries content (text replaced by a hash when capture is off)."""
+    return key in CONTENT_ATTRIBUTES or bool(_DOC_CONTENT.match(key))
+
+
+def _hash_documents(value: str) -> str:
+    try:
+        docs = json.loads(value)
+    except ValueError:
+        return content_hash(value)
+    if not isinstance(docs, list):
+        return content_hash(value)
+    for doc in docs:
+        if isinstance(doc, dict):
+            for key in ("content", "text"):
+                if isinstance(doc.get(key), str):
+                    doc[key] = content_hash(doc[key])
+            if "metadata" in doc:
+                doc["metadata"] = content_hash(json.dumps(doc["metadata"], sort_keys=True, default=str))
+    return json.dumps(docs, ensure_ascii=False, separators=(",", ":"))
+
+
+def _hash_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return content_hash(value)
+    if isinstance(value, tuple | list):
+        return tuple(content_hash(v) if isinstance(v, str) else v for v in value)
+    return value
+
+
+def transform_span(
+    span: ReadableSpan,
+    redactor: Redactor,
+    *,
+    capture_content: bool,
+    resource: Resource | None = None,
+) -> tuple[ReadableSpan, int]:
+    """Return the span to export and the number of redactions made.
+
+    Args:
+        span: the finished span (never modified).
+        redactor: the redaction rules.
+        capture_content: False replaces text attributes by ``sha256:<hex>`` of their redacted text.
+        resource: a resource to report instead of the span's own (service name), or None.
+    """
+    changed = resource is not None
+    total = 0
+    attributes: dict[str, Any] = {}
+    hashed = False
+    for key, value in (span.attributes or {}).items():
+        new, n = redactor.redact_value(value)
+        total += n
+        if not capture_content:
+            if key == sc.RETRIEVAL_DOCUMENTS and isinstance(new, str):
+                new, hashed = _hash_documents(new), True
+            elif is_content_attribute(key):
+                new, hashed = _hash_value(new), True
+        changed = changed or n > 0
+        attributes[key] = new
+    if hashed:
+        attributes[sc.RG_CONTENT_HASHED] = True
+        changed = True
+
+    events: list[Event] = []
+    for event in span.events:
+        event_attrs: dict[str, Any] = {}
+        event_changed = False
+        for key, value in (event.attributes or {}).items():
+            new, n = redactor.redact_value(value)
+            total += n
+            event_changed = event_changed or n > 0
+            event_attrs[key] = new
+        events.append(Event(event.name, event_attrs, event.timestamp) if event_changed else event)
+        changed = changed or event_changed
+
+    status = span.status
+    if status.description:
+        description, n = redactor.redact(status.description)
+        if n:
+            total += n
+            status = Status(status.status_code, description)
+            changed = True
+    name, n = redactor.redact(span.name)
+    total += n
+    changed = changed or n > 0
+
+    if not changed:
+        return span, 0
+    copy = ReadableSpan(
+        name=name,
+        context=span.context,
+        parent=span.parent,
+        resource=resource if resource is not None else span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+    return copy, total

@@ -1,0 +1,74 @@
+"""Pin the public API of replaygate.instrumentation: a rename is a breaking change."""
+
+import inspect
+
+import replaygate.instrumentation as ri
+
+EXPECTED = {
+    "configure",
+    "shutdown",
+    "health",
+    "trace_agent",
+    "retrieval",
+    "record_retrieval",
+    "trace_retriever",
+    "trace_tool",
+    "tool_call",
+    "trace_llm",
+    "llm_call",
+    "mark_escalation",
+    "mark_clarification",
+    "mark_failure",
+    "record_feedback",
+    "current_trace_id",
+    "annotate_agent",
+    "run_in_context",
+    "wrap_for_executor",
+    "SpanCollector",
+    "SpanRecord",
+    "TraceSummary",
+    "TraceRecord",
+    "Chunk",
+    "ToolCall",
+    "LlmCall",
+    "FAILURE_REASONS",
+    "ReplaygateError",
+    "InstrumentationError",
+    "StoreError",
+    "__version__",
+    "TraceStore",
+    "StoreSpanExporter",
+    "span_to_record",
+    "summarize_spans",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(ri.__all__) == EXPECTED
+    assert len(ri.__all__) == len(set(ri.__all__))
+    for name in ri.__all__:
+        assert hasattr(ri, name), name
+
+
+def test_module_docstring_is_the_manual() -> None:
+    doc = ri.__doc__ or ""
+    for needle in (
+        "@trace_agent",
+        "REPLAYGATE_STORE",
+        "REPLAYGATE_SAMPLE_RATIO",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_SERVICE_NAME",
+        "LANGFUSE_PUBLIC_KEY",
+        "LANGFUSE_SECRET_KEY",
+        "LANGFUSE_HOST",
+    ):
+        assert needle in doc, needle
+
+
+def test_public_functions_have_docstrings() -> None:
+    for name in ri.__all__:
+        obj = getattr(ri, name)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            assert obj.__doc__, name
