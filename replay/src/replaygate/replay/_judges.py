@@ -15,6 +15,7 @@ Environment variables read by :func:`create_judges` for ``kind="llm"`` when an a
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,4 +176,5 @@ def create_judges(
 
 def _load_builtin() -> None:
     # The built-in judges register themselves on import; imported lazily to avoid an import cycle.
-    from replaygate.replay import _llm_judge, _offline_judge  # noqa: F401
+    for module in ("replaygate.replay._llm_judge", "replaygate.replay._offline_judge"):
+        importlib.import_module(module)

@@ -241,17 +241,35 @@ class LlmJudge:
             )
         if self.task == "groundedness" and not answer.strip():
             return JudgeVerdict(score=0.0, verdict=False, detail="empty answer")
+        task_mode: JudgeMode = mode if self.task == "groundedness" else "answer"
+        ids = [c.id for c in docs]
+        problem = ""
+        for _try in range(2):
+            content = await self._post(self._body(task_mode, answer=answer, docs=docs, question=question))
+            try:
+                return self._verdict(content, task_mode, ids)
+            except ValidationError as exc:
+                problem = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or '(reply)'}: {e['msg']}" for e in exc.errors()[:3]
+                )
+        raise JudgeError(
+            f"{self.name} judge ({self.model} at {self.base_url}) answered outside its schema twice: "
+            f"{problem[:300]}; check that the endpoint supports structured output (json_schema)"
+        )
+
+    def _body(
+        self, mode: JudgeMode, *, answer: str, docs: list[Chunk], question: str | None
+    ) -> dict[str, Any]:
+        # A fresh nonce per request, one that occurs in none of the untrusted texts.
         nonce = secrets.token_hex(12)
         while nonce in answer or nonce in (question or "") or any(nonce in _chunk_text(c) for c in docs):
             nonce = secrets.token_hex(12)
-        task_mode: JudgeMode = mode if self.task == "groundedness" else "answer"
-        ids = [c.id for c in docs]
-        body = {
+        return {
             "model": self.model,
             "temperature": 0,
             "messages": build_messages(
                 self.task,
-                task_mode,
+                mode,
                 answer=answer,
                 chunks=docs,
                 question=question if self.needs_question else None,
@@ -260,23 +278,12 @@ class LlmJudge:
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {
-                    "name": f"{self.task}_{task_mode}",
+                    "name": f"{self.task}_{mode}",
                     "strict": True,
-                    "schema": response_schema(self.task, task_mode, ids),
+                    "schema": response_schema(self.task, mode, [c.id for c in docs]),
                 },
             },
         }
-        problem = ""
-        for _try in range(2):
-            content = await self._post(body)
-            try:
-                return self._verdict(content, task_mode, ids)
-            except (ValidationError, ValueError) as exc:
-                problem = str(exc).splitlines()[0] if isinstance(exc, ValueError) else str(exc)
-        raise JudgeError(
-            f"{self.name} judge ({self.model} at {self.base_url}) answered outside its schema twice: "
-            f"{problem[:300]}; check that the endpoint supports structured output (json_schema)"
-        )
 
     async def _post(self, body: dict[str, Any]) -> str:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}

@@ -3,7 +3,8 @@
 **Weaker than an LLM judge, by design and by necessity.** The offline groundedness judge splits the
 answer into sentences (claims) and calls a claim supported when one retrieved chunk contains all of the
 claim's numbers and amounts (``$1,200.00`` matches ``1200``), dates, named entities (capitalised words,
-codes such as ``ORD-1234``) and negations, and most (60 %) of its other content words (lightly
+codes such as ``ORD-1234``), the same polarity (a negation in the claim and in the chunk sentence
+closest to it, or in neither), and most (60 %) of its other content words (lightly
 stemmed). It cannot see paraphrase, synonyms, arithmetic or a claim stitched from two chunks, and it can
 be fooled by a chunk that repeats the claim's words while saying something else. Use it as a cheap
 default and for the demo; calibrate it (``replaygate judge calibrate``) and prefer the LLM judge when its
@@ -118,6 +119,7 @@ class _ChunkIndex:
     text: str
     terms: _Terms
     words: set[str]
+    sentences: tuple[tuple[set[str], bool], ...]  # per sentence: stemmed words, negated
 
 
 def _index(chunks: Sequence[Chunk]) -> list[_ChunkIndex]:
@@ -126,8 +128,13 @@ def _index(chunks: Sequence[Chunk]) -> list[_ChunkIndex]:
         if not chunk.text or _SHA256.match(chunk.text):
             continue  # content not captured (off, or only its hash): nothing to compare with
         lowered = chunk.text.lower().replace("\u2019", "'")
+        sentences = tuple(
+            ({_stem(w) for w in _WORD.findall(s)}, _terms(s).negated) for s in split_claims(lowered)
+        )
         indexed.append(
-            _ChunkIndex(chunk.id, lowered, _terms(chunk.text), {_stem(w) for w in _WORD.findall(lowered)})
+            _ChunkIndex(
+                chunk.id, lowered, _terms(chunk.text), {_stem(w) for w in _WORD.findall(lowered)}, sentences
+            )
         )
     return indexed
 
@@ -135,8 +142,11 @@ def _index(chunks: Sequence[Chunk]) -> list[_ChunkIndex]:
 def _support(claim: _Terms, chunk: _ChunkIndex) -> tuple[bool, float, list[str]]:
     missing: list[str] = [n for n in sorted(claim.numbers) if n not in chunk.terms.numbers]
     missing += [e for e in sorted(claim.entities) if e not in chunk.text]
-    if claim.negated and not chunk.terms.negated:
-        missing.append("(negation)")
+    # Polarity is compared with the chunk sentence that shares the most words with the claim.
+    if chunk.sentences:
+        _, negated = max(chunk.sentences, key=lambda sent: len(claim.content & sent[0]))
+        if negated != claim.negated:
+            missing.append("(negation)")
     covered = len(claim.content & chunk.words) / len(claim.content) if claim.content else 1.0
     return not missing and covered >= CONTENT_COVERAGE, covered, missing
 

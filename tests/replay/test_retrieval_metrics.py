@@ -1,0 +1,110 @@
+"""Retrieval metrics against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from replaygate.instrumentation._records import Chunk
+from replaygate.replay._retrieval_metrics import (
+    chunk_matches,
+    mean_retrieval_scores,
+    ranked_chunk_ids,
+    relevant_in_top_k,
+    retrieval_metrics,
+)
+
+L2 = math.log2
+
+
+def test_single_relevant_at_rank_two() -> None:
+    s = retrieval_metrics(["a", "b", "c"], ["b"], k=3)
+    assert s.hit_rate == 1.0
+    assert s.mrr == pytest.approx(0.5)
+    assert s.recall == 1.0
+    assert s.ndcg == pytest.approx((1 / L2(3)) / 1.0)
+    assert s.retrieved == 3 and s.k == 3
+
+
+def test_two_relevant_partial_recall_and_ndcg() -> None:
+    # relevant {a, d, x}; retrieved a (rank 1), b, d (rank 3); k = 3
+    s = retrieval_metrics(["a", "b", "d", "e"], ["a", "d", "x"], k=3)
+    dcg = 1 / L2(2) + 1 / L2(4)
+    idcg = 1 / L2(2) + 1 / L2(3) + 1 / L2(4)
+    assert s.mrr == 1.0
+    assert s.recall == pytest.approx(2 / 3)
+    assert s.ndcg == pytest.approx(dcg / idcg)
+
+
+def test_relevant_outside_top_k_counts_nothing() -> None:
+    s = retrieval_metrics(["a", "b", "c"], ["c"], k=2)
+    assert (s.hit_rate, s.mrr, s.recall, s.ndcg) == (0.0, 0.0, 0.0, 0.0)
+    assert s.retrieved == 3
+
+
+def test_k_larger_than_the_number_of_chunks() -> None:
+    s = retrieval_metrics(["a", "r1"], ["r1", "r2"], k=10)
+    # ideal over min(k, |relevant|) = 2 positions
+    assert s.ndcg == pytest.approx((1 / L2(3)) / (1 / L2(2) + 1 / L2(3)))
+    assert s.recall == 0.5 and s.mrr == 0.5 and s.hit_rate == 1.0
+
+
+def test_no_relevant_documents_gives_zeros() -> None:
+    s = retrieval_metrics(["a", "b"], [], k=5)
+    assert (s.hit_rate, s.mrr, s.recall, s.ndcg) == (0.0, 0.0, 0.0, 0.0)
+
+
+def test_no_chunks() -> None:
+    s = retrieval_metrics([], ["a"], k=3)
+    assert (s.hit_rate, s.mrr, s.recall, s.ndcg, s.retrieved) == (0.0, 0.0, 0.0, 0.0, 0)
+
+
+def test_duplicate_chunks_of_a_document_count_once_at_first_rank() -> None:
+    s = retrieval_metrics(["refund#1", "refund#2", "other", "ship#3"], ["refund", "ship"], k=4)
+    dcg = 1 / L2(2) + 1 / L2(5)
+    idcg = 1 / L2(2) + 1 / L2(3)
+    assert s.recall == 1.0 and s.mrr == 1.0
+    assert s.ndcg == pytest.approx(dcg / idcg)
+    assert s.ndcg <= 1.0
+
+
+def test_chunk_id_matching() -> None:
+    assert chunk_matches("refund-limits#2", "refund-limits")
+    assert chunk_matches("refund-limits", "refund-limits")
+    assert not chunk_matches("refund-limits-old#2", "refund-limits")
+    assert not chunk_matches("refund", "refund-limits")
+
+
+def test_ties_in_score_keep_the_reported_rank_order() -> None:
+    chunks = [
+        Chunk(id="c", score=0.5, rank=3, text=None),
+        Chunk(id="b", score=0.9, rank=2, text=None),  # tied score with "a": rank decides
+        Chunk(id="a", score=0.9, rank=1, text=None),
+        Chunk(id="d", score=0.9, rank=2, text=None),  # tied rank too (second retrieval): trace order
+    ]
+    assert ranked_chunk_ids(chunks) == ["a", "b", "d", "c"]
+    s = retrieval_metrics(ranked_chunk_ids(chunks), ["d"], k=3)
+    assert s.mrr == pytest.approx(1 / 3)
+    assert relevant_in_top_k(ranked_chunk_ids(chunks), ["d"], 3)
+    assert not relevant_in_top_k(ranked_chunk_ids(chunks), ["d"], 2)
+
+
+def test_threshold_noop_flag() -> None:
+    assert retrieval_metrics(["a"], ["a"], 1, threshold=0.7, filtered=0).threshold_noop
+    kept = retrieval_metrics(["a"], ["a"], 1, threshold=0.7, filtered=3)
+    assert not kept.threshold_noop and kept.filtered == 3 and kept.threshold == 0.7
+    none = retrieval_metrics(["a"], ["a"], 1)
+    assert not none.threshold_noop and none.filtered is None
+
+
+def test_bad_k() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        retrieval_metrics(["a"], ["a"], 0)
+
+
+def test_mean_scores() -> None:
+    a = retrieval_metrics(["a"], ["a"], 1)
+    b = retrieval_metrics(["b"], ["a"], 1)
+    mean = mean_retrieval_scores([a, b])
+    assert mean is not None and mean["hit_rate"] == 0.5 and mean["mrr"] == 0.5
+    assert mean_retrieval_scores([]) is None
