@@ -6,6 +6,7 @@ The run of one agent call lives in the OpenTelemetry context (beside its span) s
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -192,6 +193,11 @@ class AgentRun:
         try:
             reasons: set[str] = set()
             attrs: dict[str, Any] = {}
+            if isinstance(exc, asyncio.CancelledError):
+                # Cancelled from outside (client gone, timeout, shutdown): not the agent's failure.
+                attrs[sc.RG_CANCELLED] = True
+                closed_early = True
+                exc = None
             if exc is not None:
                 record_error(self.span, exc)
                 reasons.add("exception")

@@ -50,6 +50,7 @@ __all__ = [
     "OI_TOKEN_COMPLETION",
     "RG_FAILURE_REASON",
     "RG_STREAM_CLOSED_EARLY",
+    "RG_CANCELLED",
 ]
 
 # GenAI semantic conventions
@@ -106,3 +107,4 @@ RG_RETRIEVAL_THRESHOLD = "replaygate.retrieval.threshold"
 RG_RETRIEVAL_FILTERED = "replaygate.retrieval.filtered"  # chunks the threshold removed
 RG_FAILURE_REASON = "replaygate.failure.reason"  # the text given to mark_failure(reason)
 RG_STREAM_CLOSED_EARLY = "replaygate.stream.closed_early"  # bool: a streamed answer was closed before its end
+RG_CANCELLED = "replaygate.cancelled"  # bool: the agent call was cancelled (asyncio), not a failure

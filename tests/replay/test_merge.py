@@ -1,0 +1,106 @@
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replaygate.replay._errors import RunFileError
+from replaygate.replay._merge import merge_runs
+from replaygate.replay._runfile import RunFile, save_run
+from replaygate.replay._runner import run_suite
+from replaygate.replay._scenario import Scenario
+from replaygate.replay._shard import in_shard, parse_shard
+
+
+def scenario(sid: str) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "id": sid,
+            "title": sid,
+            "owner": "qa",
+            "origin": "original-eval",
+            "added": dt.date(2026, 11, 29),
+            "turns": [f"q {sid}"],
+            "repeats": 2,
+            "checks": [{"type": "contains", "values": ["ok"]}],
+        }
+    )
+
+
+def target(turns: list[str], context: dict[str, Any]) -> str:
+    return "ok" if turns[0][-1] in "02468" else "no"
+
+
+def run(scenarios: list[Scenario], out: Path, **kw: Any) -> RunFile:
+    return run_suite(
+        scenarios, target, {"model": "m"}, out_path=out, progress=False, code_commit="c1", seed=3, **kw
+    )
+
+
+def test_shard_assignment_is_a_stable_partition() -> None:
+    ids = [f"scenario-{i}" for i in range(200)]
+    for n in (1, 2, 3, 7):
+        owners = [[i for i in range(1, n + 1) if in_shard(s, i, n)] for s in ids]
+        assert all(len(o) == 1 for o in owners)
+        if n > 1:
+            assert len({o[0] for o in owners}) == n  # every shard gets work
+    assert parse_shard(" 2/5 ") == (2, 5)
+    for bad in ("0/2", "3/2", "1/0", "a/b", "1"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def test_shards_merged_equal_one_whole_run(tmp_path: Path) -> None:
+    scenarios = [scenario(f"s-{i}") for i in range(12)]
+    whole = run(scenarios, tmp_path / "whole.json")
+    shard_files = []
+    for i in (1, 2, 3):
+        shard = run(scenarios, tmp_path / f"shard{i}.json", shard=f"{i}/3")
+        assert shard.shard == f"{i}/3" and len(shard.scenarios) < 12
+        assert shard.fingerprint.suite_hash == whole.fingerprint.suite_hash
+        shard_files.append(tmp_path / f"shard{i}.json")
+    merged = merge_runs(list(reversed(shard_files)))
+
+    def key(r: RunFile) -> list[tuple[str, int, str]]:
+        return [(a.scenario_id, a.index, a.status) for a in r.attempts]
+
+    assert key(merged) == key(whole)
+    assert [s.id for s in merged.scenarios] == [s.id for s in whole.scenarios]
+    assert (
+        merged.summary["passes"] == whole.summary["passes"]
+        and merged.summary["fails"] == whole.summary["fails"]
+    )
+    assert merged.shard is None
+    ignore = {"date"}
+    assert merged.fingerprint.model_dump(exclude=ignore) == whole.fingerprint.model_dump(exclude=ignore)
+
+
+def test_merge_refuses_mismatches_duplicates_and_missing_shards(tmp_path: Path) -> None:
+    scenarios = [scenario(f"s-{i}") for i in range(6)]
+    a = run(scenarios, tmp_path / "a.json", shard="1/2")
+    b = run(scenarios, tmp_path / "b.json", shard="2/2")
+    with pytest.raises(RunFileError, match=r"missing shard\(s\) 2/2"):
+        merge_runs([a])
+    with pytest.raises(RunFileError, match="given twice"):
+        merge_runs([a, a, b])
+    other = run_suite(
+        scenarios,
+        target,
+        {"model": "other"},
+        out_path=tmp_path / "o.json",
+        progress=False,
+        code_commit="c1",
+        seed=3,
+        shard="2/2",
+    )
+    with pytest.raises(RunFileError, match="agent_config_hash"):
+        merge_runs([a, other])
+    whole = run(scenarios, tmp_path / "whole.json")
+    with pytest.raises(RunFileError, match="not a shard"):
+        merge_runs([whole])
+    dup = b.model_copy(update={"attempts": b.attempts + [a.attempts[0]], "scenarios": b.scenarios})
+    save_run(dup, tmp_path / "dup.json")
+    with pytest.raises(RunFileError, match="appears twice"):
+        merge_runs([tmp_path / "a.json", tmp_path / "dup.json"])
+    with pytest.raises(RunFileError, match="no such run file"):
+        merge_runs([tmp_path / "nope.json"])
+    assert len(merge_runs([tmp_path / "a.json", tmp_path / "b.json"]).attempts) == 12

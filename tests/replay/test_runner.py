@@ -1,0 +1,285 @@
+import asyncio
+import datetime as dt
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from replaygate.instrumentation._records import TraceSummary
+from replaygate.replay._runfile import CheckResult, Measures, RunFile, content_hash, load_run
+from replaygate.replay._runner import run_suite, run_suite_async
+from replaygate.replay._scenario import Scenario, suite_hash
+
+
+def scenario(sid: str, turns: list[str] | None = None, **extra: Any) -> Scenario:
+    data: dict[str, Any] = {
+        "id": sid,
+        "title": f"scenario {sid}",
+        "owner": "qa",
+        "origin": "original-eval",
+        "added": dt.date(2026, 11, 29),
+        "turns": turns or [f"question of {sid}"],
+        "repeats": 2,
+    }
+    data.update(extra)
+    return Scenario.model_validate(data)
+
+
+@dataclass
+class Outcome:
+    status: str
+    error: str | None
+    checks: list[CheckResult]
+    judges: list[Any] = field(default_factory=list)
+    retrieval: Any = None
+    measures: Measures = field(default_factory=lambda: Measures(latency_s=0.0))
+    attribution: str | None = None
+
+
+class FakeScorer:
+    """Passes when the answer contains 'good'; records what it was given."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None, TraceSummary]] = []
+
+    async def __call__(
+        self,
+        scenario: Scenario,
+        *,
+        answer: str | None,
+        label: str | None,
+        summary: TraceSummary,
+        latency_s: float,
+        judges: Mapping[str, Any],
+    ) -> Outcome:
+        self.calls.append((scenario.id, answer, summary))
+        ok = answer is not None and "good" in answer
+        check = CheckResult(name="contains", passed=ok, detail="" if ok else "'good' missing")
+        return Outcome(
+            status="pass" if ok else "fail",
+            error=None,
+            checks=[check],
+            measures=Measures(latency_s=latency_s),
+        )
+
+
+class FakeJudge:
+    model = "judge-model-1"
+    prompt_version = "g-v3"
+
+
+def run(scenarios: list[Scenario], target: Any, tmp_path: Path, **kw: Any) -> RunFile:
+    kw.setdefault("judges", {"groundedness": FakeJudge()})
+    kw.setdefault("scorer", FakeScorer())
+    kw.setdefault("progress", False)
+    kw.setdefault("code_commit", None)
+    return run_suite(
+        scenarios, target, kw.pop("config", {"model": "m"}), out_path=tmp_path / "run.json", **kw
+    )
+
+
+def test_raising_hanging_and_garbage_targets_are_errors_never_passes(tmp_path: Path) -> None:
+    def target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> Any:
+        kind = context["kind"]
+        if kind == "raise":
+            raise RuntimeError("database is down")
+        if kind == "hang":
+            time.sleep(3)
+            return "good but late"
+        if kind == "garbage":
+            return 12345
+        if kind == "none-answer":
+            return {"answer": None}
+        return "good answer"
+
+    kinds = ["raise", "hang", "garbage", "none-answer", "fine"]
+    scenarios = [scenario(f"s-{k}", context={"kind": k}) for k in kinds]
+    t0 = time.monotonic()
+    result = run(scenarios, target, tmp_path, timeout_s=0.3, concurrency=10)
+    assert time.monotonic() - t0 < 2.5  # the hanging attempts did not hold the run
+    by = {(a.scenario_id, a.index): a for a in result.attempts}
+    assert len(by) == 10
+    for k in kinds[:-1]:
+        for i in range(2):
+            a = by[(f"s-{k}", i)]
+            assert a.status == "error", (k, a)
+            assert a.error
+    assert "RuntimeError: database is down" in (by[("s-raise", 0)].error or "")
+    assert by[("s-hang", 1)].error == "timed out after 0.3s"
+    assert "bad target output" in (by[("s-garbage", 0)].error or "") and "int" in (
+        by[("s-garbage", 0)].error or ""
+    )
+    assert "'answer' is None" in (by[("s-none-answer", 0)].error or "")
+    assert [a.status for a in result.attempts_for("s-fine")] == ["pass", "pass"]
+    assert result.summary["errors"] == 8 and result.summary["passes"] == 2
+    assert [e["scenario_id"] for e in result.summary["error_attempts"]][:2] == ["s-garbage", "s-garbage"]
+    assert load_run(tmp_path / "run.json") == result
+
+
+def test_failing_scorer_and_scoring_crash_are_errors(tmp_path: Path) -> None:
+    async def crash(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("scorer bug")
+
+    result = run([scenario("a")], lambda turns, context: "good", tmp_path, scorer=crash)
+    assert {a.status for a in result.attempts} == {"error"}
+    assert all("scoring failed: ValueError: scorer bug" in (a.error or "") for a in result.attempts)
+
+
+def test_multi_turn_scenario_sends_turns_in_order_in_one_session(tmp_path: Path) -> None:
+    sessions: list[list[str]] = []
+    lock = threading.Lock()
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        with lock:
+            sessions.append(list(turns))
+        return "good: " + " -> ".join(turns)
+
+    turns = ["I want a refund for ORD-10042", "it arrived broken", "and how long will it take?"]
+    result = run([scenario("multi", turns=turns, repeats=3)], target, tmp_path)
+    assert sessions == [turns, turns, turns]  # one call (one session) per attempt, turns in order
+    assert [a.answer for a in result.attempts] == ["good: " + " -> ".join(turns)] * 3
+
+
+def test_async_target_concurrency_is_bounded(tmp_path: Path) -> None:
+    active = 0
+    peak = 0
+
+    async def target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.02)
+        active -= 1
+        return "good"
+
+    result = run([scenario(f"c{i}", repeats=4) for i in range(10)], target, tmp_path, concurrency=5)
+    assert len(result.attempts) == 40
+    assert peak == 5
+
+
+def test_fingerprint_records_candidate_judges_suite_policy_k_seed(tmp_path: Path) -> None:
+    config = {
+        "config_id": "candidate",
+        "agent_version": "2.1",
+        "model": "gpt-4o-mini",
+        "prompt_version": "p7",
+        "tool_versions": {"lookup_order": "3", "issue_refund": "1"},
+        "retrieval_index_version": "idx-42",
+        "temperature": 0.3,
+    }
+    policy = {"tolerance": {"score": 0.02}, "must_pass_blocks": True}
+    scenarios = [scenario("b"), scenario("a", repeats=3)]
+    result = run(
+        scenarios,
+        lambda t, c: "good",
+        tmp_path,
+        config=config,
+        policy=policy,
+        seed=7,
+        repeats=2,
+        tier="release",
+        code_commit="abc123-dirty",
+    )
+    fp = result.fingerprint
+    assert fp.agent_config_hash == content_hash(config)
+    assert fp.declared_versions == {
+        "config_id": "candidate",
+        "agent_version": "2.1",
+        "model": "gpt-4o-mini",
+        "prompt_version": "p7",
+        "tool_versions.issue_refund": "1",
+        "tool_versions.lookup_order": "3",
+        "retrieval_index_version": "idx-42",
+    }
+    assert fp.suite_hash == suite_hash(scenarios)
+    assert fp.policy_hash == content_hash(policy) and result.policy == policy
+    assert (fp.k, fp.seed, fp.tier, fp.code_commit) == (2, 7, "release", "abc123-dirty")
+    assert (fp.judge_model, fp.judge_prompt_version) == ("judge-model-1", "g-v3")
+    assert fp.target.endswith("<lambda>")
+    assert fp.date.endswith("Z")
+    assert [s.id for s in result.scenarios] == ["a", "b"]
+    assert all(s.repeats == 2 for s in result.scenarios)
+
+
+def test_code_commit_is_read_from_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], cwd=repo, check=True)
+    (repo / "f.txt").write_text("1")
+    subprocess.run(git + ["add", "f.txt"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "x"], cwd=repo, check=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True
+    ).stdout.strip()
+    monkeypatch.chdir(repo)
+    result = run([scenario("a", repeats=1)], lambda t, c: "good", tmp_path, code_commit=True)
+    assert result.fingerprint.code_commit == head
+    (repo / "f.txt").write_text("2")
+    result = run([scenario("a", repeats=1)], lambda t, c: "good", tmp_path, code_commit=True)
+    assert result.fingerprint.code_commit == head + "-dirty"
+    monkeypatch.chdir(tmp_path)
+    result = run([scenario("a", repeats=1)], lambda t, c: "good", tmp_path / "x", code_commit=True)
+    assert result.fingerprint.code_commit is None
+
+
+def test_artifacts_written_and_a_failed_write_never_fails_the_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def target(turns: list[str], context: dict[str, Any]) -> dict[str, Any]:
+        return {"answer": "good <b>", "label": "answer", "messages": [{"role": "user", "content": turns[0]}]}
+
+    result = run([scenario("art", repeats=1)], target, tmp_path)
+    [attempt] = result.attempts
+    assert attempt.artifact_path is not None
+    path = Path(attempt.artifact_path)
+    assert path.parent.parent == tmp_path / result.run_id / "artifacts"
+    doc = json.loads(path.read_text())
+    assert doc["answer"] == "good <b>" and doc["messages"][0]["content"] == "question of art"
+    assert doc["trace_id"] == attempt.trace_id
+    assert any(s["name"] == "replay attempt" for s in doc["spans"])
+
+    import replaygate.replay._artifacts as artifacts
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(artifacts, "tempfile", SimpleNamespace(mkstemp=broken))
+    with caplog.at_level("WARNING", logger="replaygate.replay"):
+        result = run([scenario("art", repeats=1)], target, tmp_path / "second")
+    [attempt] = result.attempts
+    assert attempt.status == "pass" and attempt.artifact_path is None
+    assert "disk full" in caplog.text
+
+
+def test_progress_callback_sees_every_attempt(tmp_path: Path) -> None:
+    seen: list[str] = []
+    result = run(
+        [scenario("p", repeats=3)], lambda t, c: "bad", tmp_path, progress=lambda a: seen.append(a.status)
+    )
+    assert seen == ["fail"] * 3 and result.summary["fails"] == 3
+
+
+def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
+    from replaygate.replay._errors import ReplayError
+
+    with pytest.raises(ReplayError, match="concurrency"):
+        run([scenario("a")], lambda t, c: "x", tmp_path, concurrency=0)
+    with pytest.raises(ReplayError, match="twice"):
+        run([scenario("a"), scenario("a")], lambda t, c: "x", tmp_path)
+    with pytest.raises(ReplayError, match="shard"):
+        run([scenario("a")], lambda t, c: "x", tmp_path, shard="3/2")
+
+    async def inside() -> None:
+        run([scenario("a")], lambda t, c: "x", tmp_path)
+
+    with pytest.raises(ReplayError, match="run_suite_async"):
+        asyncio.run(inside())
+    assert callable(run_suite_async)

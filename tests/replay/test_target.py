@@ -1,0 +1,109 @@
+import asyncio
+import sys
+from typing import Any
+
+import pytest
+from replaygate.replay._errors import TargetError
+from replaygate.replay._http_target import HttpTarget, retry_after_seconds
+from replaygate.replay._target import CallableTarget, load_target, parse_target_output
+
+
+def call(target: Any, turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> Any:
+    async def go() -> Any:
+        try:
+            return await target.call(turns, context, config, session_id="s-1")
+        finally:
+            await target.aclose()
+
+    return asyncio.run(go())
+
+
+def test_parse_output_accepts_str_and_mapping() -> None:
+    assert parse_target_output("hi").answer == "hi"
+    out = parse_target_output({"answer": "ok", "label": "escalate", "messages": [{"role": "user"}]})
+    assert (out.answer, out.label, out.messages) == ("ok", "escalate", [{"role": "user"}])
+    assert parse_target_output({"answer": ""}).answer == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        (None, "NoneType"),
+        (42, "int"),
+        (["a"], "list"),
+        ({"text": "no answer key"}, "'answer' is None"),
+        ({"answer": 3}, "'answer' is 3"),
+        ({"answer": "x", "label": 1}, "'label'"),
+        ({"answer": "x", "messages": "nope"}, "'messages'"),
+    ],
+)
+def test_parse_output_rejects_garbage_with_a_clear_message(value: Any, needle: str) -> None:
+    with pytest.raises(TargetError, match="bad target output") as info:
+        parse_target_output(value)
+    assert needle in str(info.value)
+
+
+def test_callable_with_two_or_three_parameters_sync_and_async() -> None:
+    seen: list[Any] = []
+
+    def two(turns: list[str], context: dict[str, Any]) -> str:
+        seen.append(("two", turns, context))
+        return "a2"
+
+    def three(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        seen.append(("three", turns, context, config))
+        return {"answer": "a3", "label": "answer"}
+
+    async def three_async(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+        seen.append(("async", turns, config["model"]))
+        return "a4"
+
+    assert call(load_target(two), ["q"], {"u": 1}, {"model": "m"}).answer == "a2"
+    assert call(load_target(three), ["q"], {}, {"model": "m"}).label == "answer"
+    assert call(load_target(three_async), ["q1", "q2"], {}, {"model": "m"}).answer == "a4"
+    assert seen == [
+        ("two", ["q"], {"u": 1}),
+        ("three", ["q"], {}, {"model": "m"}),
+        ("async", ["q1", "q2"], "m"),
+    ]
+
+
+def test_load_target_from_module_spec(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "rg_target_spec_mod.py").write_text(
+        "class Agent:\n"
+        "    @staticmethod\n"
+        "    def run(turns, context, config):\n"
+        "        return ' | '.join(turns) + ' / ' + config['name']\n"
+        "def one(turns):\n    return 'x'\n"
+        "value = 3\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = load_target("rg_target_spec_mod:Agent.run")
+    assert isinstance(target, CallableTarget)
+    assert target.spec == "rg_target_spec_mod:Agent.run"
+    assert call(target, ["a", "b"], {}, {"name": "cfg"}).answer == "a | b / cfg"
+    with pytest.raises(TargetError, match="positional parameter"):
+        load_target("rg_target_spec_mod:one")
+    with pytest.raises(TargetError, match="not callable"):
+        load_target("rg_target_spec_mod:value")
+    with pytest.raises(TargetError, match="no attribute 'missing'"):
+        load_target("rg_target_spec_mod:missing")
+    with pytest.raises(TargetError, match="cannot import module 'rg_no_such_module_xyz'"):
+        load_target("rg_no_such_module_xyz:f")
+    with pytest.raises(TargetError, match="module:function"):
+        load_target("no-colon-here")
+    sys.modules.pop("rg_target_spec_mod", None)
+
+
+def test_http_spec_makes_an_http_target() -> None:
+    target = load_target("http://127.0.0.1:9/agent", timeout_s=2)
+    assert isinstance(target, HttpTarget)
+    assert target.timeout_s == 2
+
+
+def test_retry_after_parsing() -> None:
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds("soon") is None
+    assert retry_after_seconds("Thu, 01 Jan 1970 00:00:10 GMT", now=4.0) == pytest.approx(6.0)
+    assert retry_after_seconds("Thu, 01 Jan 1970 00:00:10 GMT", now=20.0) == 0.0
