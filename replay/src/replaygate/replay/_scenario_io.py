@@ -219,9 +219,24 @@ class _Dumper(yaml.SafeDumper):
     """Block style for multi-line strings, everything else as safe_dump does."""
 
 
+_LINE_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
+def _plain_lines(value: str) -> bool:
+    """Whether a multi-line string survives a literal block unchanged (no edge whitespace to chomp)."""
+    body = value[:-1] if value.endswith("\n") else value
+    lines = body.split("\n")
+    return bool(body) and not body.endswith("\n") and all(line == line.strip() for line in lines)
+
+
 def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value:
+    if any(ch in value for ch in _LINE_BREAKS) or not all(ch.isprintable() or ch == "\n" for ch in value):
+        # YAML would fold or normalise these characters: write them escaped in double quotes.
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    if "\n" in value and _plain_lines(value):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
 
@@ -229,7 +244,7 @@ _Dumper.add_representer(str, _str_representer)
 
 
 def _yaml(data: Any, flow: bool | None) -> str:
-    return yaml.dump(
+    text = yaml.dump(
         data,
         Dumper=_Dumper,
         sort_keys=False,
@@ -237,6 +252,7 @@ def _yaml(data: Any, flow: bool | None) -> str:
         default_flow_style=flow,
         width=10**9 if flow else 110,
     )
+    return text.removesuffix("...\n")
 
 
 def _entry(item: Any) -> dict[str, Any]:
