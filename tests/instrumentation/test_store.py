@@ -85,7 +85,6 @@ def run_agent(
             if escalate:
                 agent.set_attribute(sc.RG_ESCALATION, True)
                 agent.set_attribute(sc.RG_ESCALATION_REASON, "asked for a human")
-                agent.set_attribute(sc.RG_FAILURE_REASONS, ("escalation",))
             if raise_error:
                 raise KeyError("A-17")
             if answer is not None:

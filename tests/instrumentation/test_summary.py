@@ -235,3 +235,35 @@ def test_messages_fallback_and_empty_input() -> None:
     assert summary.agent_name == "bot" and summary.latency_s == 2.0
     empty = summarize_spans([])
     assert empty.turns == () and empty.output is None and empty.failure_reasons == ()
+
+
+def test_decorator_reasons_are_trusted_and_early_close_is_not_empty() -> None:
+    base = {sc.OPERATION_NAME: "invoke_agent", sc.OI_INPUT_VALUE: "q"}
+    closed = SpanRecord(
+        "c" * 32,
+        "1" * 16,
+        None,
+        "invoke_agent a",
+        "agent",
+        0,
+        10,
+        "unset",
+        None,
+        {**base, sc.RG_STREAM_CLOSED_EARLY: True},
+    )
+    assert summarize_spans([closed]).failure_reasons == ()
+    trusted = SpanRecord(
+        "c" * 32,
+        "2" * 16,
+        None,
+        "invoke_agent a",
+        "agent",
+        0,
+        10,
+        "unset",
+        None,
+        {**base, sc.RG_FAILURE_REASONS: []},
+    )
+    assert summarize_spans([trusted]).failure_reasons == ()
+    plain = SpanRecord("c" * 32, "3" * 16, None, "invoke_agent a", "agent", 0, 10, "unset", None, dict(base))
+    assert summarize_spans([plain]).failure_reasons == ("empty_answer",)

@@ -303,6 +303,36 @@ class TraceStore:
         record: TraceRecord = found[0]
         return record
 
+    def resolve_trace_id(self, prefix: str) -> str:
+        """The full id of the one stored trace whose id starts with ``prefix`` (at least 6 hex characters).
+
+        Raises:
+            StoreError: no stored trace, or several, start with that prefix.
+        """
+        value = str(prefix).strip().lower().removeprefix("0x")
+        if len(value) == 32:
+            return _normalize_trace_id(value)
+        if not 6 <= len(value) < 32 or not set(value) <= _HEX:
+            raise StoreError(f"{prefix!r} is not a trace id or prefix: give 6 to 32 hexadecimal characters")
+        upper = value + "g"  # sorts after every hex continuation of the prefix
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT trace_id FROM trace_traces WHERE trace_id >= ? AND trace_id < ? LIMIT 2",
+                (value, upper),
+            )
+            return [row[0] for row in rows]
+
+        found: list[str] = self._read("look up a trace id", work)
+        if not found:
+            raise StoreError(
+                f"no trace id starting with {value} in trace store {self.path}: "
+                "list the stored traces with `replaygate traces`"
+            )
+        if len(found) > 1:
+            raise StoreError(f"several traces start with {value} in {self.path}: give more characters")
+        return found[0]
+
     def count(self) -> int:
         """The number of stored (listed) traces."""
 

@@ -299,13 +299,37 @@ def _true(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+def _agent_reasons(span: SpanRecord, top_level: bool) -> list[str]:
+    """Failure reasons one agent span stands for.
+
+    ``replaygate.failure.reasons`` (written by ``@trace_agent``) is trusted when present; otherwise the
+    reasons are read from the span (error status, empty output unless the stream was closed early). A nested
+    agent's exception or empty answer may have been handled by its caller, so only a top-level agent's count.
+    """
+    if sc.RG_FAILURE_REASONS in span.attributes:
+        reasons = _reason_list(span.attributes[sc.RG_FAILURE_REASONS])
+    else:
+        reasons = []
+        if span.status == "error":
+            reasons.append("exception")
+        else:
+            output = _agent_output(span)
+            closed_early = _true(span.attributes.get(sc.RG_STREAM_CLOSED_EARLY))
+            if not closed_early and (output is None or not output.strip()):
+                reasons.append("empty_answer")
+    if not top_level:
+        reasons = [r for r in reasons if r not in ("exception", "empty_answer")]
+    return reasons
+
+
 def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     """Read what one trace means from its spans.
 
     Turns are the inputs of the agent spans that have no agent ancestor (several when a replay attempt
     wraps several turns in one root span), ordered by start; the output is the last of them. Failure
-    reasons come from ``replaygate.failure.reasons`` on agent spans plus what the top-level agent spans
-    show (an exception, an empty answer, an escalation); a failed tool call alone is not a failure.
+    reasons come from ``replaygate.failure.reasons`` on agent spans (or, without it, from what a top-level
+    agent span shows: an exception, an empty answer) and any escalation; a failed tool call alone is not a
+    failure.
 
     Args:
         spans: the finished spans of one trace, in any order.
@@ -337,18 +361,7 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     top_ids = {s.span_id for s in top}
     preferred = top + [s for s in ordered if s.span_id not in top_ids]  # top-level agents first
     escalated = any(_true(s.attributes.get(sc.RG_ESCALATION)) for s in ordered)
-    reasons: list[str] = []
-    for span in agents:
-        span_reasons = _reason_list(span.attributes.get(sc.RG_FAILURE_REASONS))
-        if (
-            span.span_id not in top_ids
-        ):  # an exception a nested agent raised may have been handled by its caller
-            span_reasons = [r for r in span_reasons if r != "exception"]
-        reasons.extend(span_reasons)
-    if errors:
-        reasons.append("exception")
-    if top and not errors and any(o is None or not o.strip() for o in outputs):
-        reasons.append("empty_answer")
+    reasons = [r for span in agents for r in _agent_reasons(span, span.span_id in top_ids)]
     if escalated:
         reasons.append("escalation")
 
