@@ -351,15 +351,20 @@ def _where(clauses: list[str]) -> str:
     return ("WHERE " + " AND ".join(clauses)) if clauses else ""
 
 
+def _int64(value: int) -> int:
+    """Clamp a time to SQLite's INTEGER range (times after 2262 do not fit in int64 nanoseconds)."""
+    return max(-(2**63), min(2**63 - 1, int(value)))
+
+
 def _time_filter(since_ns: int | None, until_ns: int | None) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if since_ns is not None:
         clauses.append("t.start_ns >= ?")
-        params.append(int(since_ns))
+        params.append(_int64(since_ns))
     if until_ns is not None:
         clauses.append("t.start_ns < ?")
-        params.append(int(until_ns))
+        params.append(_int64(until_ns))
     return clauses, params
 
 
