@@ -80,7 +80,7 @@ class SupportAgent:
 
     def model_step(self, input_text: str, output_text: str) -> None:
         """One offline model step, traced as an LLM span with token counts estimated from the text."""
-        with tel.llm_span(self.config.model, self.config.provider) as span:
+        with tel.llm_span(self.config.model, self.config.provider, input_text) as span:
             if self.config.latency_ms:
                 time.sleep(self.config.latency_ms * (0.5 + self._jitter.random()) / 1000.0)
             span.set_usage(estimate_tokens(input_text), estimate_tokens(output_text))

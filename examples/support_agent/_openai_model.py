@@ -57,7 +57,7 @@ class OpenAIChatModel:
     def _chat(self, messages: list[dict[str, Any]], provider: str) -> dict[str, Any]:
         url = f"{self.base_url}/chat/completions"
         body = {"model": self.name, "messages": messages, "tools": TOOL_SCHEMAS, "temperature": 0.2}
-        with tel.llm_span(self.name, provider) as span:
+        with tel.llm_span(self.name, provider, messages) as span:
             try:
                 response = httpx.post(
                     url,

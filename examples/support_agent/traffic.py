@@ -10,6 +10,7 @@ production process would, then records negative feedback by trace id for a share
 from __future__ import annotations
 
 import random
+import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -198,11 +199,12 @@ def simulate(
     )
     counts.update({f"injected_{name}": 0 for name in INJECTED_FAILURES})
     pending: list[tuple[str | None, float, str]] = []
-    prefix = f"sim-{seed if seed is not None else rng.randrange(10**6)}"
+    prefix = f"sim-{uuid.uuid4().hex[:8]}"  # unique per run, so re-runs never merge sessions in a store
     while counts["requests"] < n:
         kind, user, turns = make_session(rng)
         session_id = f"{prefix}-{counts['sessions']:05d}"
         counts["sessions"] += 1
+        agent.tools.refunded.clear()  # the few simulated orders stand for many real ones: fresh ledger
         for message in turns:
             turn = agent.respond_turn(message, session_id=session_id, user_id=user)
             counts["requests"] += 1

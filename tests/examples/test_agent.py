@@ -143,7 +143,7 @@ def test_seeded_agents_repeat_themselves_and_unseeded_ones_do_not():
     messages = ["How long does a refund take?", "Do you accept PayPal?", f"Refund {LARGE.order_id}"] * 10
 
     def run(seed):
-        agent = SupportAgent("candidate", seed=seed)
+        agent = SupportAgent(load_config("candidate").to_dict() | {"latency_ms": 0}, seed=seed)
         return [agent.respond_turn(m).answer for m in messages]
 
     assert run(11) == run(11)

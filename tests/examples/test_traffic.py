@@ -34,14 +34,14 @@ def test_simulate_counts_add_up():
 
 
 def test_simulate_is_reproducible_with_a_seed():
-    assert simulate(80, fast("candidate"), seed=9) == simulate(80, fast("candidate"), seed=9)
-    assert simulate(80, fast("candidate"), seed=9) != simulate(80, fast("candidate"), seed=10)
+    assert simulate(60, fast("candidate"), seed=9) == simulate(60, fast("candidate"), seed=9)
+    assert simulate(60, fast("candidate"), seed=9) != simulate(60, fast("candidate"), seed=10)
 
 
 def test_candidate_grants_over_limit_refunds_in_traffic():
-    counts = simulate(400, fast("candidate"), seed=2)
+    counts = simulate(250, fast("candidate"), seed=2)
     assert counts["injected_refund_over_limit"] > 0
     assert (
         counts["injected_refusal_without_tools"]
-        < simulate(400, fast("production"), seed=2)["injected_refusal_without_tools"]
+        < simulate(250, fast("production"), seed=2)["injected_refusal_without_tools"]
     )
