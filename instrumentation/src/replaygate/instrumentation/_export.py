@@ -82,6 +82,7 @@ class ExportSink:
             self._wake.set()
 
     def pending(self) -> int:
+        """Spans queued or being exported right now."""
         return len(self._queue) + self._busy
 
     def _run(self) -> None:
@@ -95,7 +96,8 @@ class ExportSink:
     def _drain(self) -> None:
         while self._queue and not self._abandon:
             batch: list[ReadableSpan] = []
-            self._busy = 1
+            # Counted as busy before leaving the queue, so flush() never sees them nowhere.
+            self._busy = min(len(self._queue), self._max_batch)
             try:
                 while self._queue and len(batch) < self._max_batch:
                     batch.append(self._queue.popleft())

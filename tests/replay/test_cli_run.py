@@ -1,0 +1,214 @@
+import datetime as dt
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replaygate.replay._journal import journal_path
+from replaygate.replay._runfile import content_hash, load_run
+from replaygate.replay._scenario import Scenario, save_scenario
+
+from replaygate.cli import main
+
+TARGETS = textwrap.dedent("""
+    import time
+
+    def good(turns, context, config):
+        return {"answer": "ok: " + turns[-1], "label": "answer"}
+
+    def flaky(turns, context, config):
+        if context.get("mode") == "raise":
+            raise ConnectionError("upstream reset")
+        if context.get("mode") == "garbage":
+            return ["not", "an", "answer"]
+        if context.get("mode") == "hang":
+            time.sleep(2)
+        return "ok"
+""")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "rg_cli_targets.py").write_text(TARGETS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REPLAYGATE_GOLDEN", raising=False)
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    for sid, mode in [("a-fine", "fine"), ("b-raise", "raise"), ("c-garbage", "garbage"), ("d-hang", "hang")]:
+        save_scenario(
+            Scenario.model_validate(
+                {
+                    "id": sid,
+                    "title": sid,
+                    "owner": "qa",
+                    "origin": "original-eval",
+                    "added": dt.date(2026, 11, 29),
+                    "turns": ["hello", "again"],
+                    "context": {"mode": mode},
+                    "repeats": 2,
+                    "tags": {"risk": "high" if mode == "fine" else "low"},
+                    "tiers": ["smoke", "release"],
+                    "checks": [{"type": "contains", "values": ["ok"]}],
+                }
+            ),
+            golden,
+        )
+    (tmp_path / "config.yaml").write_text("model: gpt-4o-mini\nprompt_version: p1\nagent_version: '1.0'\n")
+    (tmp_path / "policy.yaml").write_text("tolerances: {score: 0.02}\n")
+    return tmp_path
+
+
+def cli(argv: list[str]) -> int:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+BASE = ["run", "--config", "config.yaml", "--golden", "golden"]
+
+
+def test_errors_exit_1_with_a_clear_summary_and_are_never_passes(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli(BASE + ["--target", "rg_cli_targets:flaky", "--timeout", "0.3", "--out", "run.json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "6 of 8 attempts errored" in err
+    assert "8 attempts: 6 errors, 0 fails, 2 passes" in out
+    lines = out.splitlines()
+    errors_at = next(i for i, line in enumerate(lines) if line.startswith("ERRORS (6)"))
+    assert errors_at == 1  # errors come first, right after the headline
+    assert "b-raise#0: target raised ConnectionError: upstream reset" in out
+    assert "c-garbage#1: bad target output: got list" in out
+    assert "d-hang#0: timed out after 0.3s" in out
+    run = load_run(project / "run.json")
+    assert {a.status for a in run.attempts if a.scenario_id != "a-fine"} == {"error"}
+
+
+def test_clean_run_exits_0_and_records_the_fingerprint(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli(
+        BASE
+        + [
+            "--target",
+            "rg_cli_targets:good",
+            "--tier",
+            "smoke",
+            "--tag",
+            "risk=high",
+            "--repeats",
+            "3",
+            "--seed",
+            "5",
+            "--policy",
+            "policy.yaml",
+            "--out",
+            "runs/good.json",
+            "--quiet",
+        ]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert out.splitlines()[0].endswith("3 attempts: 0 errors, 0 fails, 3 passes")
+    assert "per scenario" not in out  # --quiet: the summary line only
+    run = load_run(project / "runs" / "good.json")
+    assert [s.id for s in run.scenarios] == ["a-fine"]
+    fp = run.fingerprint
+    assert (fp.k, fp.seed, fp.tier, fp.target) == (3, 5, "smoke", "rg_cli_targets:good")
+    assert fp.policy_hash == content_hash({"tolerances": {"score": 0.02}}) and run.policy is not None
+    assert fp.declared_versions == {"model": "gpt-4o-mini", "prompt_version": "p1", "agent_version": "1.0"}
+    assert fp.judge_prompt_version  # the offline judges' prompt version
+    assert cli(["fingerprint", "runs/good.json", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["suite_hash"] == fp.suite_hash and printed["run_id"] == run.run_id
+    assert cli(["fingerprint", "runs/good.json"]) == 0
+    text = capsys.readouterr().out
+    assert f"agent_config_hash: {fp.agent_config_hash}" in text and "  model: gpt-4o-mini" in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--golden", "nowhere"], "no such directory"),
+        (["--tag", "risk"], "expected key=value"),
+        (["--shard", "5/2"], "--shard"),
+        (["--resume"], "--resume needs --out"),
+        (["--tag", "risk=none"], "no scenario"),
+        (["--config", "missing.yaml"], "cannot read the configuration"),
+        (["--policy", "config.yaml", "--judge", "llm"], "needs a model and a base URL"),
+    ],
+)
+def test_usage_and_data_errors_exit_3(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    extra: list[str],
+    needle: str,
+) -> None:
+    for name in ("REPLAYGATE_JUDGE_BASE_URL", "REPLAYGATE_JUDGE_MODEL", "REPLAYGATE_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    code = cli(BASE + ["--target", "rg_cli_targets:good"] + extra)
+    out, err = capsys.readouterr()
+    assert code == 3
+    assert needle in out + err
+
+
+def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = BASE + ["--target", "rg_cli_targets:good", "--tag", "risk=low", "--quiet"]
+    assert cli(args + ["--out", "whole.json"]) == 0
+    whole = load_run(project / "whole.json")
+    jpath = journal_path(project / "whole.json")
+    lines = jpath.read_bytes().split(b"\n")
+    jpath.write_bytes(b"\n".join(lines[:3]) + b"\n")  # as if killed after two attempts
+    (project / "whole.json").unlink()
+    assert cli(args + ["--out", "whole.json", "--resume"]) == 0
+    resumed = load_run(project / "whole.json")
+    assert resumed.run_id == whole.run_id
+    assert [(a.scenario_id, a.index) for a in resumed.attempts] == [
+        (a.scenario_id, a.index) for a in whole.attempts
+    ]
+    assert cli(args + ["--out", "whole.json", "--resume", "--seed", "9"]) == 3
+    assert "cannot resume" in capsys.readouterr().err
+
+    for i in (1, 2):
+        assert cli(args + ["--out", f"shard{i}.json", "--shard", f"{i}/2"]) == 0
+    assert cli(["merge", "merged.json", "shard2.json", "shard1.json"]) == 0
+    merged = load_run(project / "merged.json")
+    assert [(a.scenario_id, a.index, a.status) for a in merged.attempts] == [
+        (a.scenario_id, a.index, a.status) for a in whole.attempts
+    ]
+    assert cli(["merge", "bad.json", "shard1.json"]) == 3
+    assert "missing shard(s) 2/2" in capsys.readouterr().err
+    assert not (project / "bad.json").exists()
+
+
+def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["run", "--help"]) == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--target",
+        "--config",
+        "--golden",
+        "--tier",
+        "--tag",
+        "--repeats",
+        "--concurrency",
+        "--timeout",
+        "--seed",
+        "--policy",
+        "--judge",
+        "--judge-model",
+        "--out",
+        "--resume",
+        "--quiet",
+        "--shard",
+    ):
+        assert option in text
+    assert all(cli([c, "--help"]) == 0 for c in ("merge", "fingerprint"))
+    capsys.readouterr()
+    _: Any = None

@@ -1,0 +1,124 @@
+import datetime as dt
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replaygate.instrumentation import mark_escalation, retrieval, tool_call, trace_agent
+from replaygate.replay._runner import run_suite
+from replaygate.replay._scenario import Scenario
+
+
+def scenario(sid: str, **extra: Any) -> Scenario:
+    data: dict[str, Any] = {
+        "id": sid,
+        "title": sid,
+        "owner": "qa",
+        "origin": "original-eval",
+        "added": dt.date(2026, 11, 29),
+        "turns": ["refund ORD-1 please", "how long?"],
+        "repeats": 3,
+    }
+    data.update(extra)
+    return Scenario.model_validate(data)
+
+
+@trace_agent(name="capture-agent", version="0.1")
+def respond(message: str, session_id: str | None = None) -> str:
+    with retrieval(message, data_source="kb") as r:
+        r.record(
+            [
+                {"id": "refund-policy#0", "score": 0.9, "text": "Refunds up to $200."},
+                {"id": "shipping#1", "score": 0.2, "text": "Shipping takes 3 days."},
+            ]
+        )
+    if "refund" in message:
+        with tool_call("issue_refund", {"order_id": "ORD-1", "amount": 450}) as t:
+            t.set_result({"ok": True})
+        return "Refunded $450 for ORD-1."
+    mark_escalation("customer asked twice")
+    return "It takes 3 days."
+
+
+def target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    answers = [respond(t, session_id="s") for t in turns]
+    return {"answer": answers[-1]}
+
+
+def test_the_attempts_own_spans_are_captured_and_scored(tmp_path: Path) -> None:
+    s = scenario(
+        "refund-over-limit",
+        checks=[
+            {"type": "expected_tools", "tools": ["issue_refund"]},
+            {"type": "tool_args", "tool": "issue_refund", "arg": "amount", "max": 200},
+        ],
+        retrieval={"relevant": ["refund-policy"], "k": 5},
+    )
+    run = run_suite(
+        [s], target, {}, out_path=tmp_path / "run.json", progress=False, code_commit=None, concurrency=3
+    )
+    assert len(run.attempts) == 3
+    trace_ids = {a.trace_id for a in run.attempts}
+    assert len(trace_ids) == 3 and None not in trace_ids  # one trace per attempt
+    for a in run.attempts:
+        assert a.status == "fail"
+        checks = {c.name: c for c in a.checks}
+        assert checks["expected_tools"].passed
+        assert not checks["tool_args"].passed and "450" in checks["tool_args"].detail
+        assert a.retrieval is not None and a.retrieval.hit_rate == 1.0 and a.retrieval.retrieved == 4
+        assert a.measures.escalated  # from the second turn's escalation mark
+        assert a.attribution == "generation"
+        spans = json.loads(Path(a.artifact_path or "").read_text())["spans"]
+        names = sorted(sp["name"] for sp in spans)
+        assert names.count("invoke_agent capture-agent") == 2  # both turns, one trace
+        assert {sp["trace_id"] for sp in spans} == {a.trace_id}
+    assert run.summary["attribution"]["generation"] == 3
+
+
+class TraceparentServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.seen.append((self.headers.get("traceparent", ""), body["session_id"]))
+                data = json.dumps({"answer": "remote answer: " + " | ".join(body["turns"])}).encode()
+                self.send_response(200)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+@pytest.fixture
+def remote() -> Iterator[TraceparentServer]:
+    srv = TraceparentServer()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_http_target_joins_the_attempt_trace(tmp_path: Path, remote: TraceparentServer) -> None:
+    url = f"http://127.0.0.1:{remote.server_address[1]}/agent"
+    s = scenario("remote", checks=[{"type": "contains", "values": ["how long?"]}], repeats=2)
+    run = run_suite(
+        [s], url, {"model": "m"}, out_path=tmp_path / "run.json", progress=False, code_commit=None
+    )
+    assert [a.status for a in run.attempts] == ["pass", "pass"]
+    assert run.fingerprint.target == url
+    sent = {tp.split("-")[1]: session for tp, session in remote.seen}
+    assert set(sent) == {a.trace_id for a in run.attempts}  # W3C traceparent carries the attempt's trace id
+    assert all(session.startswith(run.run_id + "/remote/") for session in sent.values())
