@@ -1,11 +1,226 @@
-"""CLI commands of one area (filled in by its issue)."""
+"""CLI commands of the gate: compare, gate, review, sign, drift.
+
+Exit codes: 0 pass, 1 block (or drift), 2 needs sign-off or review, 3 usage or data error.
+The store for reviews and decisions is ``--store`` or env ``REPLAYGATE_STORE`` (path or URL), default
+``.replaygate/replaygate.db``.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
 import click
+from replaygate.instrumentation import ReplaygateError
+from replaygate.replay._runfile import load_run
+
+from replaygate.gate import (
+    DECISION_OUTCOMES,
+    DecisionStore,
+    GateReport,
+    Policy,
+    compare_runs,
+    detect_drift,
+    drift_pair,
+    gate_runs,
+    load_policy,
+    load_runs_dir,
+    unread_scenarios,
+)
+from replaygate.report import (
+    FORMATS,
+    atomic_write,
+    load_report,
+    render_comparison_markdown,
+    report_path,
+    write_reports,
+)
 
 __all__ = ["register"]
+
+EXIT = {"pass": 0, "block": 1, "needs-sign-off": 2}
+DATA_ERROR = 3
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _DataError(click.ClickException):
+    exit_code = DATA_ERROR
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _data_errors(fn: F) -> F:
+    """Turn a ReplaygateError into exit code 3 with its message (also under click's own runner)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ReplaygateError as exc:
+            raise _DataError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_store_option = click.option(
+    "--store",
+    default=None,
+    help="Store path or URL (env REPLAYGATE_STORE, default .replaygate/replaygate.db).",
+)
+
+
+@click.command("compare")
+@click.argument("base_run", type=click.Path(dir_okay=False))
+@click.argument("head_run", type=click.Path(dir_okay=False))
+@click.option(
+    "--noise", "noise_run", type=click.Path(dir_okay=False), help="A second baseline run (noise floor)."
+)
+@click.option(
+    "--policy", "policy_path", type=click.Path(dir_okay=False), help="Alpha and resampling settings."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@_data_errors
+def compare_cmd(
+    base_run: str, head_run: str, noise_run: str | None, policy_path: str | None, as_json: bool
+) -> None:
+    """Compare two runs of the same suite: scenario by scenario, by category and overall."""
+    policy = load_policy(policy_path) if policy_path else Policy()
+    noise = load_run(noise_run) if noise_run else None
+    c = compare_runs(
+        load_run(base_run), load_run(head_run), noise, policy, paths=(base_run, head_run, noise_run)
+    )
+    click.echo(c.model_dump_json(indent=2) if as_json else render_comparison_markdown(c))
+
+
+@click.command("gate")
+@click.option(
+    "--policy", "policy_path", required=True, type=click.Path(dir_okay=False), help="Gate policy YAML."
+)
+@click.option("--baseline", required=True, type=click.Path(dir_okay=False), help="Baseline run file.")
+@click.option("--candidate", required=True, type=click.Path(dir_okay=False), help="Candidate run file.")
+@click.option(
+    "--baseline-2", "baseline_2", type=click.Path(dir_okay=False), help="Second baseline run (noise)."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Report folder (default .replaygate/reports/ID).",
+)
+@click.option("--format", "formats", default="md,html,json,junit", show_default=True, help="Report formats.")
+@_data_errors
+def gate_cmd(
+    policy_path: str, baseline: str, candidate: str, baseline_2: str | None, out_dir: str | None, formats: str
+) -> None:
+    """Apply the release gate; exit 0 pass, 1 block, 2 needs sign-off or review, 3 usage/data error."""
+    wanted = [f.strip() for f in formats.split(",") if f.strip()]
+    unknown = [f for f in wanted if f not in FORMATS]
+    if unknown:
+        raise click.UsageError(f"unknown --format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    policy = load_policy(policy_path)
+    b2 = load_run(baseline_2) if baseline_2 else None
+    report = gate_runs(
+        policy, load_run(baseline), load_run(candidate), b2, paths=(baseline, candidate, baseline_2)
+    )
+    out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
+    paths = write_reports(report, out, wanted)
+    click.echo(report.headline)
+    for f in report.findings:
+        click.echo(f"  [{f.rule}] {f.message}\n      fix: {f.fix}")
+    if not report.can_tell and report.notes:
+        click.echo(f"  {report.notes[0]}")
+    for name, p in paths.items():
+        click.echo(f"{name}: {p}")
+    sys.exit(EXIT[report.outcome])  # (click returns, not raises, Exit codes under main())
+
+
+def _load(report: str) -> tuple[GateReport, Path]:
+    path = report_path(report)
+    return load_report(path), path.resolve()
+
+
+@click.command("review")
+@click.argument("report")
+@click.argument("scenario")
+@click.option("--by", "by", required=True, help="Who read it.")
+@click.option("--note", required=True, help="What they concluded.")
+@_store_option
+@_data_errors
+def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None) -> None:
+    """Mark a newly failing scenario of a report read (needed before signing)."""
+    rep, _ = _load(report)
+    ds = DecisionStore(store)
+    try:
+        ds.add_review(rep, scenario, by, note)
+        left = unread_scenarios(rep, {r.scenario_id for r in ds.reviews(rep.report_id)})
+    finally:
+        ds.close()
+    click.echo(f"{scenario} marked read by {by} (report {rep.report_id})")
+    click.echo(f"still unread: {', '.join(left)}" if left else "every newly failing scenario has been read")
+
+
+@click.command("sign")
+@click.argument("report")
+@click.option("--by", "by", required=True, help="Who signs.")
+@click.option("--outcome", required=True, type=click.Choice(list(DECISION_OUTCOMES)), help="The decision.")
+@click.option("--reason", required=True, help="Why (the trade-off, for a pass with sign-off).")
+@_store_option
+@_data_errors
+def sign_cmd(report: str, by: str, outcome: str, reason: str, store: str | None) -> None:
+    """Sign the gate decision: stored with both fingerprints, and as decision.json beside the report."""
+    rep, path = _load(report)
+    ds = DecisionStore(store)
+    try:
+        decision = ds.sign(rep, signed_by=by, outcome=outcome, reason=reason, report_path=str(path))
+    finally:
+        ds.close()
+    out = atomic_write(path.parent / "decision.json", decision.model_dump_json(indent=2))
+    click.echo(f"decision {decision.id}: {decision.outcome} signed by {decision.signed_by} ({out})")
+
+
+@click.command("drift")
+@click.option(
+    "--runs", "runs_dir", required=True, type=click.Path(file_okay=False), help="Folder of run files."
+)
+@click.option(
+    "--policy", "policy_path", type=click.Path(dir_okay=False), help="Gate policy (alpha, tolerances)."
+)
+@click.option("--config-hash", default=None, help="Watch this configuration (default: the latest scheduled).")
+@click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
+@_data_errors
+def drift_cmd(runs_dir: str, policy_path: str | None, config_hash: str | None, as_json: bool) -> None:
+    """Compare the latest scheduled run of an unchanged configuration with the previous one (exit 1: drop)."""
+    policy = load_policy(policy_path) if policy_path else None
+    runs, skipped = load_runs_dir(runs_dir)
+    (latest_path, latest), previous = drift_pair(runs, config_hash)
+    if previous is None:
+        click.echo(
+            f"only one scheduled run of configuration {latest.fingerprint.agent_config_hash}: "
+            "nothing to compare yet"
+        )
+        return
+    report = detect_drift(previous[1], latest, policy)
+    if as_json:
+        payload = json.loads(report.model_dump_json())
+        payload["skipped"] = skipped
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        state = "DRIFT: significant drop" if report.significant else "no significant drop"
+        click.echo(f"{state} (configuration {report.config_hash}; {previous[0]} -> {latest_path})")
+        for d in report.drops:
+            click.echo(f"  - {d}")
+        for n in [*report.notes, *(f"skipped {s}" for s in skipped)]:
+            click.echo(f"  note: {n}")
+        click.echo(render_comparison_markdown(report.comparison, title="Drift"))
+    sys.exit(1 if report.significant else 0)
 
 
 def register(group: click.Group) -> None:
     """Add this area's commands to the root group."""
+    for cmd in (compare_cmd, gate_cmd, review_cmd, sign_cmd, drift_cmd):
+        group.add_command(cmd)

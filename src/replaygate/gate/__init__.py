@@ -1,3 +1,97 @@
-"""replaygate.gate."""
+"""replaygate.gate: compare runs, apply the release gate, store signed decisions, watch for drift.
 
-__all__: list[str] = []
+Usage::
+
+    from replaygate.gate import load_policy, gate_runs, DecisionStore
+    from replaygate.replay._runfile import load_run
+
+    policy = load_policy("gate-policy.yaml")
+    report = gate_runs(policy, load_run("base.json"), load_run("head.json"), load_run("base2.json"))
+    report.outcome  # "pass" | "needs-sign-off" | "block", with report.findings (rule, message, fix)
+
+    store = DecisionStore()  # REPLAYGATE_STORE (path or URL), default .replaygate/replaygate.db
+    store.add_review(report, "refund-over-limit", reviewed_by="ana", note="read the transcript")
+    store.sign(report, signed_by="ana", outcome="pass-with-sign-off", reason="latency traded for accuracy")
+
+Rules: (1) a newly failing must-pass scenario blocks and cannot be signed away; (2) a graded drop beyond
+tolerance that is significant and above the noise floor blocks unless signed; (3) an improvement does not
+count if a guardrail worsens beyond tolerance; (4) every newly failing scenario is read before signing.
+Errors block unless the policy's error budget allows them. A policy wider than the one recorded in the run
+is refused.
+"""
+
+from replaygate.gate._compare import check_comparable, compare_runs
+from replaygate.gate._comparison_model import (
+    COMPARISON_FORMAT_VERSION,
+    Comparison,
+    ErrorSummary,
+    GradedComparison,
+    GuardrailComparison,
+    NoiseInfo,
+    RateComparison,
+    RunRef,
+    ScenarioComparison,
+    SideStats,
+)
+from replaygate.gate._drift import DriftReport, detect_drift, drift_pair, load_runs_dir
+from replaygate.gate._errors import ComparisonError, DecisionError, GateError, PolicyError, PolicyWidenedError
+from replaygate.gate._gate_model import REPORT_FORMAT_VERSION, RULE_TITLES, Finding, GateReport
+from replaygate.gate._policy import (
+    GuardrailTolerance,
+    GuardrailTolerances,
+    Policy,
+    Tolerance,
+    is_wider,
+    load_policy,
+    policy_from_mapping,
+    policy_hash,
+)
+from replaygate.gate._rules import check_policy_against_runs, evaluate_gate, gate_runs
+from replaygate.gate._signing import DECISION_OUTCOMES, check_signable, unread_scenarios
+from replaygate.gate._store import DecisionStore, Review, SignedDecision, resolve_store_url
+
+__all__ = [
+    "COMPARISON_FORMAT_VERSION",
+    "DECISION_OUTCOMES",
+    "REPORT_FORMAT_VERSION",
+    "RULE_TITLES",
+    "Comparison",
+    "ComparisonError",
+    "DecisionError",
+    "DecisionStore",
+    "DriftReport",
+    "ErrorSummary",
+    "Finding",
+    "GateError",
+    "GateReport",
+    "GradedComparison",
+    "GuardrailComparison",
+    "GuardrailTolerance",
+    "GuardrailTolerances",
+    "NoiseInfo",
+    "Policy",
+    "PolicyError",
+    "PolicyWidenedError",
+    "RateComparison",
+    "Review",
+    "RunRef",
+    "ScenarioComparison",
+    "SideStats",
+    "SignedDecision",
+    "Tolerance",
+    "check_comparable",
+    "check_policy_against_runs",
+    "check_signable",
+    "compare_runs",
+    "detect_drift",
+    "drift_pair",
+    "evaluate_gate",
+    "gate_runs",
+    "is_wider",
+    "load_policy",
+    "load_runs_dir",
+    "policy_from_mapping",
+    "policy_hash",
+    "resolve_store_url",
+    "unread_scenarios",
+]

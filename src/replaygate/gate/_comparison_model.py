@@ -1,0 +1,182 @@
+"""The comparison of a baseline run and a candidate run: a versioned pydantic document."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "COMPARISON_FORMAT_VERSION",
+    "Change",
+    "Comparison",
+    "ErrorSummary",
+    "GradedComparison",
+    "GuardrailComparison",
+    "NoiseInfo",
+    "RateComparison",
+    "RunRef",
+    "ScenarioComparison",
+    "SideStats",
+]
+
+COMPARISON_FORMAT_VERSION = 1
+
+Change = Literal[
+    "newly_failing", "newly_passing", "still_failing", "still_passing", "inconclusive", "unknown"
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunRef(_Model):
+    """Which run a side of the comparison is."""
+
+    run_id: str
+    fingerprint: dict[str, Any]
+    path: str | None = None
+
+
+class SideStats(_Model):
+    """One scenario in one run: its counts (errors apart), rate, Wilson interval and verdict."""
+
+    present: bool = True
+    attempts: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    rate: float | None = None  # passed / (passed + failed); errors are not failures
+    low: float | None = None
+    high: float | None = None
+    verdict: Literal["pass", "fail", "inconclusive"] | None = None
+    error_messages: list[str] = Field(default_factory=list)
+    failure_details: list[str] = Field(default_factory=list)
+    sample_answer: str | None = None  # untrusted model output: escape before display
+
+    @property
+    def scored(self) -> int:
+        """Attempts that passed or failed (errors excluded)."""
+        return self.passed + self.failed
+
+
+class ScenarioComparison(_Model):
+    """One scenario, baseline against candidate."""
+
+    id: str
+    title: str = ""
+    must_pass: bool = False
+    threshold: float = 0.8
+    counts: bool = True  # False: reported, does not count in the gate
+    tags: dict[str, str] = Field(default_factory=dict)
+    required_attempts: int
+    base: SideStats
+    head: SideStats
+    change: Change
+    fisher_p: float | None = None
+    problems: list[str] = Field(default_factory=list)  # blocking data problems (missing, short, no data)
+
+
+class RateComparison(_Model):
+    """Pass rates of a group of scenarios (``overall`` or ``tag_key=value``), base against head."""
+
+    name: str
+    scenarios: int
+    base_rate: float | None
+    head_rate: float | None
+    delta: float | None  # mean over scenarios of head rate - base rate
+    low: float | None
+    high: float | None
+    p_value: float | None
+    p_adjusted: float | None = None  # Holm across categories (equals p_value for ``overall``)
+    exact: bool = False
+    noise_magnitude: float | None = None
+
+
+class GradedComparison(_Model):
+    """A graded score (``judge:<name>`` or ``retrieval:<metric>``) over a group, base against head."""
+
+    metric: str
+    group: str
+    scenarios: int
+    base_mean: float | None
+    head_mean: float | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    p_adjusted: float | None = None
+    noise_magnitude: float | None = None
+
+
+class GuardrailComparison(_Model):
+    """One guardrail (higher is worse), base against head."""
+
+    name: str
+    unit: str
+    base: float | None
+    head: float | None
+    change: float | None  # head - base
+    relative_change: float | None  # (head - base) / base; None when base is 0 or unknown
+    p_value: float | None = None
+    base_n: int = 0
+    head_n: int = 0
+    note: str = ""
+
+
+class NoiseInfo(_Model):
+    """The noise floor: two runs of the baseline configuration compared with each other."""
+
+    run_id: str
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    magnitude: float
+
+
+class ErrorSummary(_Model):
+    """Attempts with status ``error`` in each run (counted apart from failures)."""
+
+    base_errors: int
+    base_attempts: int
+    head_errors: int
+    head_attempts: int
+    base_scenarios: list[str] = Field(default_factory=list)
+    head_scenarios: list[str] = Field(default_factory=list)
+
+    @property
+    def base_rate(self) -> float:
+        """Fraction of baseline attempts that errored."""
+        return self.base_errors / self.base_attempts if self.base_attempts else 0.0
+
+    @property
+    def head_rate(self) -> float:
+        """Fraction of candidate attempts that errored."""
+        return self.head_errors / self.head_attempts if self.head_attempts else 0.0
+
+
+class Comparison(_Model):
+    """Everything the gate and the reports need, computed once from two (or three) run files."""
+
+    format_version: int = COMPARISON_FORMAT_VERSION
+    baseline: RunRef
+    candidate: RunRef
+    noise_run: RunRef | None = None
+    suite_hash: str
+    k: int
+    confidence: float
+    noise: NoiseInfo | None = None
+    minimum_detectable_drop: float | None = None
+    overall: RateComparison
+    categories: list[RateComparison] = Field(default_factory=list)
+    graded: list[GradedComparison] = Field(default_factory=list)
+    guardrails: list[GuardrailComparison] = Field(default_factory=list)
+    errors: ErrorSummary
+    scenarios: list[ScenarioComparison]
+    problems: list[str] = Field(default_factory=list)
+
+    def by_change(self, change: Change, counted_only: bool = False) -> list[ScenarioComparison]:
+        """Scenarios with one kind of change, in suite order."""
+        return [s for s in self.scenarios if s.change == change and (s.counts or not counted_only)]

@@ -1,0 +1,251 @@
+"""The decision store: reviews and signed gate decisions in the shared store (sqlalchemy 2).
+
+Tables ``gate_reviews`` and ``gate_decisions`` live in the store given by a URL or a path (env
+``REPLAYGATE_STORE``, default ``.replaygate/replaygate.db``); PostgreSQL URLs work as well as SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from replaygate.replay._runfile import content_hash
+from sqlalchemy import JSON, DateTime, Engine, String, Text, UniqueConstraint, create_engine, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from replaygate.gate._errors import DecisionError
+from replaygate.gate._gate_model import GateReport
+from replaygate.gate._signing import DecisionOutcome, check_review, check_signable
+
+__all__ = ["DEFAULT_STORE", "DecisionStore", "Review", "SignedDecision", "resolve_store_url"]
+
+DEFAULT_STORE = ".replaygate/replaygate.db"
+
+
+def resolve_store_url(value: str | os.PathLike[str] | None = None) -> str:
+    """Turn ``--store`` / ``REPLAYGATE_STORE`` (a path or a URL) into a sqlalchemy URL."""
+    raw = str(value) if value is not None else os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
+    if "://" in raw:
+        if raw.startswith("sqlite:///"):
+            Path(raw.removeprefix("sqlite:///")).expanduser().resolve().parent.mkdir(
+                parents=True, exist_ok=True
+            )
+        return raw
+    path = Path(raw).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+class _Base(DeclarativeBase):
+    pass
+
+
+class _ReviewRow(_Base):
+    __tablename__ = "gate_reviews"
+    __table_args__ = (UniqueConstraint("report_id", "scenario_id", "reviewed_by"),)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    report_id: Mapped[str] = mapped_column(String(64), index=True)
+    scenario_id: Mapped[str] = mapped_column(String(256))
+    reviewed_by: Mapped[str] = mapped_column(String(256))
+    note: Mapped[str] = mapped_column(Text)
+    reviewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class _DecisionRow(_Base):
+    __tablename__ = "gate_decisions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    report_id: Mapped[str] = mapped_column(String(64), index=True)
+    outcome: Mapped[str] = mapped_column(String(32))
+    signed_by: Mapped[str] = mapped_column(String(256))
+    reason: Mapped[str] = mapped_column(Text)
+    signed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    baseline_fingerprint: Mapped[dict[str, Any]] = mapped_column(JSON)
+    candidate_fingerprint: Mapped[dict[str, Any]] = mapped_column(JSON)
+    candidate_target: Mapped[str] = mapped_column(Text)
+    candidate_config_id: Mapped[str] = mapped_column(String(256))
+    report_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Review(BaseModel):
+    """A person marked a newly failing scenario read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    report_id: str
+    scenario_id: str
+    reviewed_by: str
+    note: str
+    reviewed_at: datetime
+
+
+class SignedDecision(BaseModel):
+    """A signed gate decision with both fingerprints (what the canary starts from)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    report_id: str
+    outcome: DecisionOutcome
+    signed_by: str
+    reason: str
+    signed_at: datetime
+    baseline_fingerprint: dict[str, Any]
+    candidate_fingerprint: dict[str, Any]
+    candidate_target: str
+    candidate_config_id: str
+    report_path: str | None = None
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _decision(row: _DecisionRow) -> SignedDecision:
+    return SignedDecision.model_validate(
+        {
+            "id": row.id,
+            "report_id": row.report_id,
+            "outcome": row.outcome,
+            "signed_by": row.signed_by,
+            "reason": row.reason,
+            "signed_at": _aware(row.signed_at),
+            "baseline_fingerprint": row.baseline_fingerprint,
+            "candidate_fingerprint": row.candidate_fingerprint,
+            "candidate_target": row.candidate_target,
+            "candidate_config_id": row.candidate_config_id,
+            "report_path": row.report_path,
+        }
+    )
+
+
+def _config_id(fingerprint: dict[str, Any]) -> str:
+    declared = fingerprint.get("declared_versions") or {}
+    return str(declared.get("config_id") or fingerprint.get("agent_config_hash") or "")
+
+
+class DecisionStore:
+    """Reviews and signed decisions, stored in the shared store.
+
+    Args:
+        url: a sqlalchemy URL or a file path; None reads ``REPLAYGATE_STORE`` (default
+            ``.replaygate/replaygate.db``).
+    """
+
+    def __init__(self, url: str | os.PathLike[str] | None = None) -> None:
+        self.url = resolve_store_url(url)
+        try:
+            self._engine: Engine = create_engine(self.url)
+            _Base.metadata.create_all(self._engine)
+        except SQLAlchemyError as exc:
+            raise DecisionError(f"decision store {self.url}: cannot open it ({exc})") from None
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self._engine.dispose()
+
+    def add_review(self, report: GateReport, scenario_id: str, reviewed_by: str, note: str) -> Review:
+        """Mark a newly failing scenario of a report read (idempotent: a second review updates the note)."""
+        check_review(report, scenario_id)
+        if not reviewed_by.strip():
+            raise DecisionError("a review needs the reviewer's name (--by)")
+        now = datetime.now(UTC)
+        try:
+            with Session(self._engine) as session, session.begin():
+                row = session.scalars(
+                    select(_ReviewRow).where(
+                        _ReviewRow.report_id == report.report_id,
+                        _ReviewRow.scenario_id == scenario_id,
+                        _ReviewRow.reviewed_by == reviewed_by,
+                    )
+                ).one_or_none()
+                if row is None:
+                    row = _ReviewRow(
+                        report_id=report.report_id, scenario_id=scenario_id, reviewed_by=reviewed_by
+                    )
+                    session.add(row)
+                row.note = note
+                row.reviewed_at = now
+        except SQLAlchemyError as exc:
+            raise DecisionError(f"decision store {self.url}: cannot store the review ({exc})") from None
+        return Review(
+            report_id=report.report_id,
+            scenario_id=scenario_id,
+            reviewed_by=reviewed_by,
+            note=note,
+            reviewed_at=now,
+        )
+
+    def reviews(self, report_id: str) -> list[Review]:
+        """Every review of a report, oldest first."""
+        with Session(self._engine) as session:
+            rows = session.scalars(
+                select(_ReviewRow).where(_ReviewRow.report_id == report_id).order_by(_ReviewRow.id)
+            ).all()
+            return [
+                Review(
+                    report_id=r.report_id,
+                    scenario_id=r.scenario_id,
+                    reviewed_by=r.reviewed_by,
+                    note=r.note,
+                    reviewed_at=_aware(r.reviewed_at),
+                )
+                for r in rows
+            ]
+
+    def sign(
+        self, report: GateReport, *, signed_by: str, outcome: str, reason: str, report_path: str | None = None
+    ) -> SignedDecision:
+        """Store a signed decision after the rules allow it (see :func:`check_signable`).
+
+        Idempotent: signing the same report with the same outcome, name and reason returns the stored one.
+
+        Raises:
+            DecisionError: unread newly failing scenarios, a pass the gate does not allow, or a store failure.
+        """
+        if not signed_by.strip() or not reason.strip():
+            raise DecisionError("a signed decision needs a name (--by) and a reason (--reason)")
+        check_signable(report, outcome, {r.scenario_id for r in self.reviews(report.report_id)})
+        c = report.comparison
+        key = {"report": report.report_id, "outcome": outcome, "by": signed_by, "reason": reason}
+        decision_id = "dec-" + content_hash(key).split(":", 1)[1][:16]
+        try:
+            with Session(self._engine) as session, session.begin():
+                existing = session.get(_DecisionRow, decision_id)
+                if existing is not None:
+                    return _decision(existing)
+                row = _DecisionRow(
+                    id=decision_id,
+                    report_id=report.report_id,
+                    outcome=outcome,
+                    signed_by=signed_by,
+                    reason=reason,
+                    signed_at=datetime.now(UTC),
+                    baseline_fingerprint=c.baseline.fingerprint,
+                    candidate_fingerprint=c.candidate.fingerprint,
+                    candidate_target=str(c.candidate.fingerprint.get("target", "")),
+                    candidate_config_id=_config_id(c.candidate.fingerprint),
+                    report_path=report_path,
+                )
+                session.add(row)
+                session.flush()
+                return _decision(row)
+        except SQLAlchemyError as exc:
+            raise DecisionError(f"decision store {self.url}: cannot store the decision ({exc})") from None
+
+    def get(self, decision_id: str) -> SignedDecision | None:
+        """One signed decision by id (None when unknown)."""
+        with Session(self._engine) as session:
+            row = session.get(_DecisionRow, decision_id)
+            return _decision(row) if row is not None else None
+
+    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[SignedDecision]:
+        """Signed decisions, newest first, optionally only some outcomes."""
+        with Session(self._engine) as session:
+            query = select(_DecisionRow).order_by(_DecisionRow.signed_at.desc(), _DecisionRow.id)
+            if outcomes:
+                query = query.where(_DecisionRow.outcome.in_(list(outcomes)))
+            return [_decision(r) for r in session.scalars(query).all()]

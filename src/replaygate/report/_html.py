@@ -1,0 +1,154 @@
+"""A self-contained HTML report: inline CSS and SVG, no script, no external asset, everything escaped."""
+
+from __future__ import annotations
+
+from html import escape
+
+from replaygate.gate import RULE_TITLES, GateReport, ScenarioComparison, SideStats
+from replaygate.report._svg import category_chart, guardrail_chart, scenario_diff_chart
+
+__all__ = ["render_html"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#111827;padding:0 1em}
+h1 .pass{color:#15803d}h1 .block{color:#b91c1c}h1 .needs-sign-off{color:#b45309}
+table{border-collapse:collapse;margin:.6em 0;width:100%}td,th{border:1px solid #e5e7eb;padding:3px 6px;
+text-align:left;vertical-align:top}th{background:#f9fafb}.num{text-align:right}
+.note{background:#fffbeb;border-left:4px solid #f59e0b;padding:.5em 1em}
+pre{white-space:pre-wrap;background:#f3f4f6;padding:.5em;max-height:12em;overflow:auto}
+.newly_failing{color:#b91c1c;font-weight:600}.newly_passing{color:#15803d}.unknown{color:#7c3aed}
+"""
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def _f(x: float | None, fmt: str = "+.3f") -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def _p(x: float | None) -> str:
+    return "n/a" if x is None else ("&lt;0.001" if x < 0.001 else f"{x:.3g}")
+
+
+def _counts(side: SideStats) -> str:
+    return f"{side.passed}/{side.scored}" + (f" +{side.errors} err" if side.errors else "")
+
+
+def _scenario_rows(scenarios: list[ScenarioComparison]) -> list[str]:
+    rows = []
+    for s in scenarios:
+        detail = "<br>".join(
+            _e(d) for d in [*s.problems, *s.head.failure_details, *s.head.error_messages][:6]
+        )
+        answer = f"<pre>{_e(s.head.sample_answer)}</pre>" if s.head.sample_answer else ""
+        tags = ", ".join(f"{_e(k)}={_e(v)}" for k, v in sorted(s.tags.items()))
+        rows.append(
+            f"<tr><td>{_e(s.id)}{' <b>(must-pass)</b>' if s.must_pass else ''}"
+            f"{'' if s.counts else ' <i>(does not count)</i>'}<br><small>{_e(s.title)}</small></td>"
+            f'<td class="{_e(s.change)}">{_e(s.change.replace("_", " "))}</td>'
+            f'<td class="num">{_counts(s.base)}</td><td class="num">{_counts(s.head)}</td>'
+            f'<td class="num">{_p(s.fisher_p)}</td><td>{tags}</td><td>{detail}{answer}</td></tr>'
+        )
+    return rows
+
+
+def render_html(report: GateReport) -> str:
+    """Render the report as one self-contained HTML page (model output and scenario text escaped)."""
+    r, c = report, report.comparison
+    o = c.overall
+    noise = "unknown (no second baseline run)" if c.noise is None else f"±{c.noise.magnitude:.3f}"
+    mdd = "none detectable" if c.minimum_detectable_drop is None else f"{c.minimum_detectable_drop:.2f}"
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta http-equiv='Content-Security-Policy' "
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f"<title>replaygate gate {_e(r.outcome)} {_e(r.report_id)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>replaygate gate: <span class='{_e(r.outcome)}'>{_e(r.outcome)}</span></h1>",
+        f"<p>{_e(r.headline)}</p>",
+        f"<p><small>report {_e(r.report_id)} · created {_e(r.created_at)} · policy {_e(r.policy_hash)}<br>"
+        f"baseline {_e(c.baseline.run_id)} ({_e(c.baseline.fingerprint.get('target', ''))}) · candidate "
+        f"{_e(c.candidate.run_id)} ({_e(c.candidate.fingerprint.get('target', ''))}) · suite "
+        f"{_e(c.suite_hash)} · k={c.k}</small></p>",
+        f"<p><b>Noise floor</b> {_e(noise)} · <b>smallest detectable drop</b> {_e(mdd)} · <b>overall</b> "
+        f"{_pct(o.base_rate)} → {_pct(o.head_rate)} (Δ {_f(o.delta)}, interval [{_f(o.low)}, {_f(o.high)}], "
+        f"p={_p(o.p_value)})</p>",
+    ]
+    if not r.can_tell and r.notes:
+        parts.append(f"<p class='note'><b>Can't tell.</b> {_e(r.notes[0])}</p>")
+    if r.findings:
+        parts.append(
+            "<h2>Findings</h2><table><tr><th>rule</th><th>subject</th><th>finding</th><th>fix</th>"
+            "<th>signable</th></tr>"
+        )
+        for f in r.findings:
+            parts.append(
+                f"<tr><td title='{_e(RULE_TITLES[f.rule])}'>{_e(f.rule)}</td><td>{_e(f.subject)}</td>"
+                f"<td>{_e(f.message)}</td><td>{_e(f.fix)}</td><td>{'yes' if f.signable else 'no'}</td></tr>"
+            )
+        parts.append("</table>")
+    notes = [*r.policy_notes, *(r.notes[1:] if not r.can_tell else r.notes)]
+    if notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    parts += [
+        "<h2>Pass rate by category</h2>",
+        "<p><small>grey: baseline, blue: candidate; "
+        "lines are Wilson intervals of the pooled rate</small></p>",
+        category_chart(c),
+        "<table><tr><th>group</th><th>n</th><th>baseline</th><th>candidate</th><th>Δ</th><th>interval</th>"
+        "<th>p</th><th>p (Holm)</th><th>noise</th></tr>",
+    ]
+    for g in [o, *c.categories]:
+        parts.append(
+            f"<tr><td>{_e(g.name)}</td><td class='num'>{g.scenarios}</td>"
+            f"<td class='num'>{_pct(g.base_rate)}</td>"
+            f"<td class='num'>{_pct(g.head_rate)}</td><td class='num'>{_f(g.delta)}</td>"
+            f"<td>[{_f(g.low)}, {_f(g.high)}]</td><td class='num'>{_p(g.p_value)}</td>"
+            f"<td class='num'>{_p(g.p_adjusted)}</td><td class='num'>{_f(g.noise_magnitude, '.3f')}</td></tr>"
+        )
+    parts.append("</table>")
+    if c.graded:
+        parts.append(
+            "<h2>Graded scores</h2><table><tr><th>metric</th><th>group</th><th>n</th><th>baseline</th>"
+            "<th>candidate</th><th>Δ</th><th>interval</th><th>p (Holm in group)</th></tr>"
+        )
+        for gg in c.graded:
+            parts.append(
+                f"<tr><td>{_e(gg.metric)}</td><td>{_e(gg.group)}</td><td class='num'>{gg.scenarios}</td>"
+                f"<td class='num'>{_f(gg.base_mean, '.3f')}</td>"
+                f"<td class='num'>{_f(gg.head_mean, '.3f')}</td>"
+                f"<td class='num'>{_f(gg.delta)}</td><td>[{_f(gg.low)}, {_f(gg.high)}]</td>"
+                f"<td class='num'>{_p(gg.p_adjusted)}</td></tr>"
+            )
+        parts.append("</table>")
+    parts += [
+        "<h2>Guardrails</h2>",
+        guardrail_chart(c),
+        "<table><tr><th>guardrail</th><th>baseline</th><th>candidate</th><th>change</th><th>p</th>"
+        "<th>note</th></tr>",
+    ]
+    for gr in c.guardrails:
+        rel = f" ({gr.relative_change:+.0%})" if gr.relative_change is not None else ""
+        parts.append(
+            f"<tr><td>{_e(gr.name)} <small>{_e(gr.unit)}</small></td>"
+            f"<td class='num'>{_f(gr.base, '.4g')}</td>"
+            f"<td class='num'>{_f(gr.head, '.4g')}</td><td class='num'>{_f(gr.change, '+.4g')}{rel}</td>"
+            f"<td class='num'>{_p(gr.p_value)}</td><td>{_e(gr.note)}</td></tr>"
+        )
+    parts += [
+        "</table>",
+        f"<p>Errors (counted apart from failures): baseline {c.errors.base_errors}/{c.errors.base_attempts}, "
+        f"candidate {c.errors.head_errors}/{c.errors.head_attempts}</p>",
+        "<h2>Scenarios</h2>",
+        scenario_diff_chart(c),
+        "<table><tr><th>scenario</th><th>change</th><th>baseline</th><th>candidate</th><th>Fisher p</th>"
+        "<th>tags</th><th>candidate failures / answer (untrusted)</th></tr>",
+        *_scenario_rows(c.scenarios),
+        "</table></body></html>",
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,110 @@
+"""Inline SVG plots for the HTML report (no scripts, no external assets; every label escaped)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from replaygate.gate import Comparison, RateComparison
+from replaygate.stats import wilson_interval
+
+__all__ = ["category_chart", "guardrail_chart", "scenario_diff_chart"]
+
+_BASE, _HEAD = "#6b7280", "#2563eb"
+
+
+def _svg(width: int, height: int, body: list[str], label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">' + "".join(body) + "</svg>"
+    )
+
+
+def category_chart(c: Comparison) -> str:
+    """Pooled pass rates with Wilson intervals per category (and overall): baseline grey, candidate blue."""
+    groups: list[RateComparison] = [c.overall, *c.categories]
+    by_id = {s.id: s for s in c.scenarios}
+    left, width, row = 200, 420, 26
+    height = 30 + row * len(groups)
+    body = [
+        f'<text x="{left}" y="14" font-size="11">0%</text>',
+        f'<text x="{left + width - 30}" y="14" font-size="11">100%</text>',
+    ]
+    for n, g in enumerate(groups):
+        y = 30 + n * row
+        body.append(f'<text x="4" y="{y + 4}" font-size="12">{escape(g.name)} (n={g.scenarios})</text>')
+        body.append(f'<line x1="{left}" y1="{y}" x2="{left + width}" y2="{y}" stroke="#e5e7eb"/>')
+        ids = [s.id for s in c.scenarios if s.counts and not s.problems]
+        if g.name != "overall":
+            key, _, value = g.name.partition("=")
+            ids = [i for i in ids if by_id[i].tags.get(key) == value]
+        for side, color, dy in (("base", _BASE, -4), ("head", _HEAD, 4)):
+            passed = sum(getattr(by_id[i], side).passed for i in ids)
+            scored = sum(getattr(by_id[i], side).scored for i in ids)
+            if not scored:
+                continue
+            rate = passed / scored
+            lo, hi = wilson_interval(passed, scored, c.confidence)
+            x1, x2 = left + lo * width, left + hi * width
+            body.append(
+                f'<line x1="{x1:.1f}" y1="{y + dy}" x2="{x2:.1f}" y2="{y + dy}" '
+                f'stroke="{color}" stroke-width="2"/>'
+            )
+            body.append(
+                f'<circle cx="{left + rate * width:.1f}" cy="{y + dy}" r="4" fill="{color}"><title>'
+                f"{side} {passed}/{scored} = {rate:.1%} [{lo:.1%}, {hi:.1%}]</title></circle>"
+            )
+    return _svg(left + width + 20, height, body, "pass rate per category with intervals")
+
+
+def guardrail_chart(c: Comparison) -> str:
+    """Relative change of each guardrail (right is worse), capped at ±100%."""
+    left, width, row = 140, 400, 24
+    mid = left + width / 2
+    height = 30 + row * len(c.guardrails)
+    body = [
+        f'<line x1="{mid}" y1="16" x2="{mid}" y2="{height}" stroke="#9ca3af"/>',
+        f'<text x="{left}" y="12" font-size="11">better</text>',
+        f'<text x="{left + width - 34}" y="12" font-size="11">worse</text>',
+    ]
+    for n, g in enumerate(c.guardrails):
+        y = 24 + n * row
+        body.append(f'<text x="4" y="{y + 12}" font-size="12">{escape(g.name)}</text>')
+        if g.relative_change is None:
+            txt = "unknown" if g.head is None or g.base is None else f"{g.change:+.3g} (abs)"
+            body.append(f'<text x="{mid + 4}" y="{y + 12}" font-size="11">{escape(txt)}</text>')
+            continue
+        rel = max(-1.0, min(1.0, g.relative_change))
+        x, w = (mid, rel * width / 2) if rel >= 0 else (mid + rel * width / 2, -rel * width / 2)
+        color = "#dc2626" if rel > 0 else "#16a34a"
+        body.append(
+            f'<rect x="{x:.1f}" y="{y + 2}" width="{max(w, 1):.1f}" height="14" fill="{color}">'
+            f"<title>{escape(g.name)} {g.relative_change:+.1%}</title></rect>"
+        )
+    return _svg(left + width + 20, height, body, "guardrail change, baseline to candidate")
+
+
+def scenario_diff_chart(c: Comparison) -> str:
+    """One row per scenario: baseline and candidate pass rate bars, coloured by change."""
+    colors = {
+        "newly_failing": "#dc2626",
+        "newly_passing": "#16a34a",
+        "still_failing": "#f59e0b",
+        "unknown": "#7c3aed",
+    }
+    left, width, row = 160, 300, 18
+    shown = c.scenarios[:200]
+    height = 10 + row * len(shown)
+    body = []
+    for n, s in enumerate(shown):
+        y = 6 + n * row
+        color = colors.get(s.change, "#9ca3af")
+        body.append(f'<text x="4" y="{y + 11}" font-size="11" fill="{color}">{escape(s.id[:24])}</text>')
+        for side, off, col in (("base", 0, _BASE), ("head", width / 2 + 10, _HEAD)):
+            rate = getattr(s, side).rate
+            w = (rate or 0.0) * (width / 2 - 10)
+            body.append(
+                f'<rect x="{left + off:.1f}" y="{y + 2}" width="{max(w, 0.5):.1f}" height="10" fill="{col}">'
+                f"<title>{escape(s.id)} {side} {'n/a' if rate is None else f'{rate:.0%}'} "
+                f"({escape(s.change)})</title></rect>"
+            )
+    return _svg(left + width + 20, height, body, "scenario pass rates, baseline and candidate")

@@ -1,0 +1,72 @@
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from replaygate.gate import GateError, Policy, gate_runs
+from replaygate.report import load_report, render_html, render_junit, render_markdown, write_reports
+
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def report(f):
+    base = f.run(f.BASE, run_id="base", must_pass=[0])
+    head = f.run(f.HEAD, run_id="head", must_pass=[0], answer=f"Sure! {XSS} refund granted", errors={11: 1})
+    return gate_runs(Policy(allow_errors=True, error_budget=0.1), base, head)
+
+
+def test_html_is_self_contained_and_escapes_model_output(report) -> None:
+    html = render_html(report)
+    assert XSS not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script" not in html.lower()
+    assert "src=" not in html and "href=" not in html and "@import" not in html
+    assert html.count("<svg") == 3
+    assert "block" in html and "s01" in html
+
+
+def test_junit_parses_with_one_testcase_per_scenario(report) -> None:
+    root = ET.fromstring(render_junit(report).encode("utf-8"))
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [f"s{i:02d}" for i in range(1, 13)]
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert failed == ["s01", "s02", "s03"]
+    assert suite.get("failures") == "3" and suite.get("tests") == "12"
+    assert "must-pass" in (cases[0].find("failure").get("message") or "")
+
+
+def test_markdown_has_the_decision_and_the_newly_failing_list(report) -> None:
+    md = render_markdown(report)
+    assert "**block**" in md
+    section = md.split("### Newly failing", 1)[1].split("###", 1)[0]
+    for sid in ("s01", "s02", "s03"):
+        assert f"`{sid}`" in section
+    assert "(must-pass)" in section
+    assert "rule-1" in md and "rule-2" in md
+    assert XSS not in md
+    assert len(md) < 60_000
+
+
+def test_json_loads_back_and_is_versioned(report, tmp_path) -> None:
+    paths = write_reports(report, tmp_path / "out", ["md", "html", "junit"])
+    assert set(paths) == {"json", "md", "html", "junit"}
+    data = json.loads(paths["json"].read_text(encoding="utf-8"))
+    assert data["format_version"] == 1 and data["comparison"]["format_version"] == 1
+    again = load_report(tmp_path / "out")
+    assert again == report
+    assert again.rule1_fired and again.newly_failing == ["s01", "s02", "s03"]
+    assert not list((tmp_path / "out").glob(".*"))  # no temporary files left behind
+
+
+def test_bad_reports_are_refused(tmp_path, report) -> None:
+    with pytest.raises(GateError, match="no such report"):
+        load_report(tmp_path / "none.json")
+    bad = tmp_path / "old.json"
+    bad.write_text(json.dumps({"format_version": 99}), encoding="utf-8")
+    with pytest.raises(GateError, match="format_version 99"):
+        load_report(bad)
+    with pytest.raises(GateError, match="unknown report format"):
+        write_reports(report, tmp_path / "x", ["pdf"])
