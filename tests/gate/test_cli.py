@@ -118,3 +118,21 @@ def test_drift_exit_codes(tmp_path, f, capsys) -> None:
     out = capsys.readouterr().out
     assert "DRIFT" in out and "tue.json" in out and "wed.json" in out
     assert run_cli(["drift", "--runs", str(tmp_path / "empty")]) == 3
+
+
+def test_gate_refuses_a_policy_widened_after_the_run(env, f, capsys) -> None:
+    tmp, policy, write = env
+    recorded = {"alpha": 0.05, "tolerance": {"overall": 0.05}}
+    base = write("base", f.BASE, policy=recorded)
+    head = write("head", f.BASE, policy=recorded)
+    noise = write("base2", f.BASE, policy=recorded)
+    wide = tmp / "wide.yaml"
+    wide.write_text("alpha: 0.05\ntolerance:\n  overall: 0.3\n", encoding="utf-8")
+    assert run_cli(["gate", "--policy", str(wide), "--baseline", base, "--candidate", head]) == 3
+    assert "tolerance widened after the run" in capsys.readouterr().err
+    out = tmp / "ok"
+    args = ["gate", "--policy", policy, "--baseline", base, "--candidate", head, "--baseline-2", noise]
+    assert run_cli([*args, "--out", str(out), "--format", "json"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert data["comparison"]["noise"]["run_id"] == "base2" and data["policy_notes"] == []
