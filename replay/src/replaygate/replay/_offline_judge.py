@@ -129,7 +129,8 @@ def _index(chunks: Sequence[Chunk]) -> list[_ChunkIndex]:
             continue  # content not captured (off, or only its hash): nothing to compare with
         lowered = chunk.text.lower().replace("\u2019", "'")
         sentences = tuple(
-            ({_stem(w) for w in _WORD.findall(s)}, _terms(s).negated) for s in split_claims(lowered)
+            ({_stem(w.lower()) for w in _WORD.findall(sent)}, _terms(sent).negated)
+            for sent in split_claims(chunk.text)
         )
         indexed.append(
             _ChunkIndex(
@@ -142,9 +143,11 @@ def _index(chunks: Sequence[Chunk]) -> list[_ChunkIndex]:
 def _support(claim: _Terms, chunk: _ChunkIndex) -> tuple[bool, float, list[str]]:
     missing: list[str] = [n for n in sorted(claim.numbers) if n not in chunk.terms.numbers]
     missing += [e for e in sorted(claim.entities) if e not in chunk.text]
-    # Polarity is compared with the chunk sentence that shares the most words with the claim.
+    # Polarity is compared with the chunk sentence sharing most words with the claim (ties: same polarity).
     if chunk.sentences:
-        _, negated = max(chunk.sentences, key=lambda sent: len(claim.content & sent[0]))
+        _, negated = max(
+            chunk.sentences, key=lambda sent: (len(claim.content & sent[0]), sent[1] == claim.negated)
+        )
         if negated != claim.negated:
             missing.append("(negation)")
     covered = len(claim.content & chunk.words) / len(claim.content) if claim.content else 1.0
