@@ -20,7 +20,7 @@ from replaygate.cli import _traces
 from replaygate.cli._main import main
 
 HOSTILE_INPUT = "hi <script>alert(1)</script> [bold red]not markup[/bold red]"
-HOSTILE_OUTPUT = "[link=http://evil]click[/link] <b>&amp;</b> [/]"
+HOSTILE_OUTPUT = "[link=http://evil]click[/link] <b>&amp;</b> [/] \x1b[31mred"
 
 
 def agent(tracer: Tracer, question: str, answer: str, session: str, **flags: object) -> str:
@@ -86,6 +86,7 @@ def test_traces_table_prints_model_output_literally(store: tuple[Path, list[str]
     assert "<script>alert(1)</script>" in result.output
     assert "[bold red]not markup[/bold red]" in result.output
     assert "[link=http://evil]click[/link]" in result.output
+    assert "\x1b" not in result.output
     assert result.output.index(ids[3]) < result.output.index(ids[0])  # newest first
     assert "negative_feedback" in result.output and "escalation" in result.output
     limited = run("traces", "--store", str(db), "--limit", "1")
@@ -114,7 +115,9 @@ def test_trace_shows_tree_chunks_and_tool_calls(store: tuple[Path, list[str]]) -
     result = run("trace", ids[1], "--store", str(db))
     assert result.exit_code == 0, result.output
     assert ids[1] in result.output
-    assert HOSTILE_INPUT in result.output and HOSTILE_OUTPUT in result.output
+    assert HOSTILE_INPUT in result.output
+    assert "[link=http://evil]click[/link] <b>&amp;</b> [/]" in result.output
+    assert "\x1b" not in result.output  # control characters from model output are not passed through
     for text in ("invoke_agent support", "retrieval kb", "execute_tool issue_refund", "doc-refunds", "0.800"):
         assert text in result.output
     assert "└──" in result.output or "├──" in result.output  # a tree

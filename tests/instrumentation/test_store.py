@@ -218,7 +218,8 @@ FEEDBACK_SCRIPT = """
 import sys
 from replaygate.instrumentation._store import TraceStore
 store = TraceStore(sys.argv[1])
-store.record_feedback(sys.argv[2], float(sys.argv[3]), "from another process")
+for trace_id, score in zip(sys.argv[2::2], sys.argv[3::2]):
+    store.record_feedback(trace_id, float(score), "from another process")
 store.close()
 """
 
@@ -230,8 +231,9 @@ def test_feedback_from_another_process_flags_the_right_trace(db: Path) -> None:
     second = run_agent(tracer, "shipping?", "3 days")
     with TraceStore(db) as store:
         assert store.failures() == []
-        subprocess.run([sys.executable, "-c", FEEDBACK_SCRIPT, str(db), second, "-0.5"], check=True)
-        subprocess.run([sys.executable, "-c", FEEDBACK_SCRIPT, str(db), first, "1"], check=True)
+        subprocess.run(
+            [sys.executable, "-c", FEEDBACK_SCRIPT, str(db), second, "-0.5", first, "1"], check=True
+        )
         failures = store.failures(reasons=["negative_feedback"])
         assert [r.summary.trace_id for r in failures] == [second]
         assert failures[0].summary.failure_reasons == ("negative_feedback",)

@@ -18,7 +18,6 @@ listed.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -32,31 +31,30 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
-from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord, TraceSummary
+from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
 from replaygate.instrumentation._store_db import (
     connect,
-    record_from_row,
     record_to_row,
     resolve_store_path,
     write_transaction,
+)
+from replaygate.instrumentation._store_rows import (
+    SPAN_COLUMNS,
+    load_feedback,
+    load_spans,
+    marks,
+    time_filter,
+    upsert_trace,
+    where,
+    with_feedback,
 )
 from replaygate.instrumentation._summary import span_to_record, summarize_spans
 
 __all__ = ["StoreSpanExporter", "TraceStore"]
 
 _log = logging.getLogger("replaygate.instrumentation.store")
-PREVIEW_CHARS = 200
-_SPAN_COLUMNS = (
-    "trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, status_message, attributes, events"
-)
 _TRACE_COLUMNS = "trace_id, start_ns, end_ns"
 _HEX = frozenset("0123456789abcdef")
-
-
-def _preview(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 def _normalize_trace_id(trace_id: str) -> str:
@@ -64,15 +62,6 @@ def _normalize_trace_id(trace_id: str) -> str:
     if len(value) != 32 or not set(value) <= _HEX:
         raise StoreError(f"{trace_id!r} is not a trace id: expected 32 hexadecimal characters")
     return value
-
-
-def _with_feedback(summary: TraceSummary, scores: Iterable[float]) -> TraceSummary:
-    if any(score < 0 for score in scores) and "negative_feedback" not in summary.failure_reasons:
-        reasons = set(summary.failure_reasons) | {"negative_feedback"}
-        ordered = tuple(r for r in FAILURE_REASONS if r in reasons)
-        extra = tuple(r for r in summary.failure_reasons if r not in FAILURE_REASONS)
-        return dataclasses.replace(summary, failure_reasons=ordered + extra)
-    return summary
 
 
 class TraceStore:
@@ -149,20 +138,20 @@ class TraceStore:
 
         def work(conn: sqlite3.Connection) -> None:
             conn.executemany(
-                f"INSERT OR REPLACE INTO trace_spans ({_SPAN_COLUMNS}) VALUES ({_marks(11)})", rows
+                f"INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) VALUES ({marks(11)})", rows
             )
             with_agents = [
                 row[0]
                 for row in conn.execute(
                     f"SELECT DISTINCT trace_id FROM trace_spans WHERE kind = 'agent' "
-                    f"AND trace_id IN ({_marks(len(trace_ids))})",
+                    f"AND trace_id IN ({marks(len(trace_ids))})",
                     trace_ids,
                 )
             ]
-            spans = _load_spans(conn, with_agents)
-            feedback = _load_feedback(conn, with_agents)
+            spans = load_spans(conn, with_agents)
+            feedback = load_feedback(conn, with_agents)
             for trace_id in with_agents:
-                _upsert_trace(conn, spans[trace_id], [f["score"] for f in feedback.get(trace_id, [])])
+                upsert_trace(conn, spans[trace_id], [f["score"] for f in feedback.get(trace_id, [])])
 
         self._write("write spans", work)
 
@@ -220,14 +209,12 @@ class TraceStore:
         def work(conn: sqlite3.Connection) -> list[TraceRecord]:
             rows = conn.execute(sql, params).fetchall()
             ids = [row[0] for row in rows]
-            spans = _load_spans(conn, ids)
-            feedback = _load_feedback(conn, ids)
+            spans = load_spans(conn, ids)
+            feedback = load_feedback(conn, ids)
             records = []
             for trace_id, start_ns, end_ns in rows:
                 items = feedback.get(trace_id, [])
-                summary = _with_feedback(
-                    summarize_spans(spans.get(trace_id, [])), (f["score"] for f in items)
-                )
+                summary = with_feedback(summarize_spans(spans.get(trace_id, [])), (f["score"] for f in items))
                 records.append(
                     TraceRecord(
                         summary=summary,
@@ -251,7 +238,7 @@ class TraceStore:
         variant: str | None = None,
     ) -> list[TraceRecord]:
         """List stored traces newest first, optionally filtered by start time, session or variant."""
-        clauses, params = _time_filter(since_ns, until_ns)
+        clauses, params = time_filter(since_ns, until_ns)
         if session_id is not None:
             clauses.append("t.session_id = ?")
             params.append(session_id)
@@ -259,24 +246,24 @@ class TraceStore:
             clauses.append("t.variant = ?")
             params.append(variant)
         return list(
-            self._records("list traces", _where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
+            self._records("list traces", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
         )
 
     def failures(
         self, reasons: Iterable[str] | None = None, since_ns: int | None = None, limit: int | None = 100
     ) -> list[TraceRecord]:
         """List failure candidates newest first; ``reasons`` keeps traces with any of those reasons."""
-        clauses, params = _time_filter(since_ns, None)
+        clauses, params = time_filter(since_ns, None)
         clauses.insert(0, "t.failure = 1")
         wanted = sorted(set(reasons or ()))
         if wanted:
             clauses.append(
                 "EXISTS (SELECT 1 FROM json_each(t.failure_reasons) r "
-                f"WHERE r.value IN ({_marks(len(wanted))}))"
+                f"WHERE r.value IN ({marks(len(wanted))}))"
             )
             params.extend(wanted)
         return list(
-            self._records("list failures", _where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
+            self._records("list failures", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
         )
 
     def session_traces(self, session_id: str) -> list[TraceRecord]:
@@ -341,89 +328,6 @@ class TraceStore:
 
         result: int = self._read("count traces", work)
         return result
-
-
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
-
-
-def _where(clauses: list[str]) -> str:
-    return ("WHERE " + " AND ".join(clauses)) if clauses else ""
-
-
-def _int64(value: int) -> int:
-    """Clamp a time to SQLite's INTEGER range (times after 2262 do not fit in int64 nanoseconds)."""
-    return max(-(2**63), min(2**63 - 1, int(value)))
-
-
-def _time_filter(since_ns: int | None, until_ns: int | None) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if since_ns is not None:
-        clauses.append("t.start_ns >= ?")
-        params.append(_int64(since_ns))
-    if until_ns is not None:
-        clauses.append("t.start_ns < ?")
-        params.append(_int64(until_ns))
-    return clauses, params
-
-
-def _chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
-    for index in range(0, len(ids), size):
-        yield ids[index : index + size]
-
-
-def _load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
-    spans: dict[str, list[SpanRecord]] = {}
-    for part in _chunks(trace_ids):
-        rows = conn.execute(
-            f"SELECT {_SPAN_COLUMNS} FROM trace_spans WHERE trace_id IN ({_marks(len(part))}) "
-            "ORDER BY start_ns, end_ns",
-            list(part),
-        )
-        for row in rows:
-            record = record_from_row(row)
-            spans.setdefault(record.trace_id, []).append(record)
-    return spans
-
-
-def _load_feedback(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    feedback: dict[str, list[dict[str, Any]]] = {}
-    for part in _chunks(trace_ids):
-        rows = conn.execute(
-            f"SELECT trace_id, score, comment, created_ns FROM trace_feedback "
-            f"WHERE trace_id IN ({_marks(len(part))}) ORDER BY created_ns, id",
-            list(part),
-        )
-        for trace_id, score, comment, created_ns in rows:
-            feedback.setdefault(trace_id, []).append(
-                {"score": float(score), "comment": comment, "created_ns": int(created_ns)}
-            )
-    return feedback
-
-
-def _upsert_trace(conn: sqlite3.Connection, spans: list[SpanRecord], scores: list[float]) -> None:
-    summary = _with_feedback(summarize_spans(spans), scores)
-    conn.execute(
-        "INSERT OR REPLACE INTO trace_traces (trace_id, start_ns, end_ns, session_id, user_id, agent_name, "
-        "variant, config_id, input_preview, output_preview, failure, failure_reasons, updated_ns) "
-        f"VALUES ({_marks(13)})",
-        (
-            summary.trace_id,
-            min(s.start_ns for s in spans),
-            max(s.end_ns for s in spans),
-            summary.session_id,
-            summary.user_id,
-            summary.agent_name,
-            summary.variant,
-            summary.config_id,
-            _preview(summary.turns[-1] if summary.turns else None),
-            _preview(summary.output),
-            1 if summary.failure_reasons else 0,
-            json.dumps(list(summary.failure_reasons)),
-            time.time_ns(),
-        ),
-    )
 
 
 class StoreSpanExporter(SpanExporter):
