@@ -34,7 +34,7 @@ from examples.support_agent._openai_model import ModelError, OpenAIChatModel
 from examples.support_agent._orders import ORDERS, Order, find_order
 from examples.support_agent._retriever import RetrievalResult, Retriever, ScoredChunk
 from examples.support_agent._session import INJECTED_FAILURES, SessionState, TurnResult
-from examples.support_agent._tools import SupportTools
+from examples.support_agent._tools import RefundRefused, SupportTools
 
 __all__ = [
     "AGENT_NAME",
@@ -53,6 +53,7 @@ __all__ = [
     "OfflineModel",
     "OpenAIChatModel",
     "Order",
+    "RefundRefused",
     "RetrievalResult",
     "RetrievalSettings",
     "Retriever",

@@ -25,6 +25,7 @@ from examples.support_agent._answers import REFUSALS, grounded_answer, ungrounde
 from examples.support_agent._intent import ParsedMessage, parse_message
 from examples.support_agent._retriever import RetrievalResult
 from examples.support_agent._session import Label, Runtime, SessionState, TurnResult
+from examples.support_agent._tools import RefundRefused
 
 __all__ = ["OfflineModel"]
 
@@ -141,12 +142,11 @@ class OfflineModel:
         intent = p.intent if p.intent != "provide_details" else (state.pending or "refund")
         amount = p.amount if p.amount is not None else state.pending_amount
         order_id = p.order_id or state.order_id
-        query = turn.message
+        retrieved: RetrievalResult | None = None
         if intent == "refund":
             if p.intent != "provide_details" or state.topic_query is None:
                 state.topic_query = "refund " + turn.message
-            query = state.topic_query
-        retrieved = self._retrieve(turn, runtime, query)
+            retrieved = self._retrieve(turn, runtime, state.topic_query)
         if order_id is None:
             state.pending, state.pending_amount = intent, amount
             tel.clarification()
@@ -164,10 +164,12 @@ class OfflineModel:
             return "refuse", f"Order {order_id} is not on your account, so I can't act on it."
         if intent == "order_status":
             state.topic_query = "shipping delivery " + turn.message
-            return "answer", self._status_answer(found, runtime)
+            return "answer", self._status_answer(turn, found, runtime)
+        if retrieved is None:  # a detail given for an order question turned out to be a refund
+            retrieved = self._retrieve(turn, runtime, "refund " + turn.message)
         return self._refund(turn, state, runtime, found, amount, retrieved, u_mode)
 
-    def _status_answer(self, order: dict[str, Any], runtime: Runtime) -> str:
+    def _status_answer(self, turn: _Turn, order: dict[str, Any], runtime: Runtime) -> str:
         head = f"Order {order['order_id']} ({order['item']})"
         if order["status"] == "delivered":
             return f"{head} was delivered on {order['delivered_on']}."
@@ -176,7 +178,9 @@ class OfflineModel:
         query = (
             "international shipping time" if order["destination"] == "international" else "standard shipping"
         )
-        timing = grounded_answer("how long does " + query + " take", runtime.retrieve(query).chunks, 1)
+        timing = grounded_answer(
+            "how long does " + query + " take", self._retrieve(turn, runtime, query).chunks, 1
+        )
         verb = "has shipped" if order["status"] == "shipped" else "is being prepared"
         return f"{head} {verb}. {timing}".strip()
 
@@ -193,9 +197,8 @@ class OfflineModel:
         cfg, rates = runtime.config, runtime.config.rates
         oid = order["order_id"]
         if order["status"] in ("processing", "shipped"):
-            return "answer", grounded_answer(
-                "cancel order shipped returned", runtime.retrieve("cancel order").chunks
-            )
+            cancel = self._retrieve(turn, runtime, "cancel order shipped")
+            return "answer", grounded_answer("cancel order shipped returned", cancel.chunks)
         remaining = round(order["amount"] - runtime.tools.refunded.get(oid, 0.0), 2)
         value = round(min(amount, remaining) if amount is not None else remaining, 2)
         if value <= 0:
@@ -209,9 +212,11 @@ class OfflineModel:
                 return "answer", grounded_answer("refund above $200 limit approved", retrieved.chunks, 1)
             else:
                 return self._escalate(turn, runtime, f"refund of ${value:.2f} for {oid} is above the limit")
-        result = self._call(
-            turn, "issue_refund", runtime.tools.issue_refund(oid, value), order_id=oid, amount=value
-        )
+        try:
+            outcome = runtime.tools.issue_refund(oid, value)
+        except RefundRefused as refused:
+            outcome = refused.result
+        result = self._call(turn, "issue_refund", outcome, order_id=oid, amount=value)
         if result["status"] != "refunded":
             if value > cfg.refund_limit:
                 tel.failure(f"issue_refund refused ${value:.2f} for {oid}: {result['reason']}")

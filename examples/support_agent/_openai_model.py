@@ -19,7 +19,7 @@ import httpx
 
 from examples.support_agent import _telemetry as tel
 from examples.support_agent._session import Label, Runtime, SessionState, TurnResult
-from examples.support_agent._tools import TOOL_SCHEMAS
+from examples.support_agent._tools import TOOL_SCHEMAS, RefundRefused
 
 __all__ = ["ModelError", "OpenAIChatModel"]
 
@@ -84,7 +84,10 @@ class OpenAIChatModel:
             if name == "lookup_order":
                 return tools.lookup_order(str(args["order_id"]))
             if name == "issue_refund":
-                return tools.issue_refund(str(args["order_id"]), float(args["amount"]))
+                try:
+                    return tools.issue_refund(str(args["order_id"]), float(args["amount"]))
+                except RefundRefused as refused:
+                    return refused.result
             if name == "escalate_to_human":
                 return tools.escalate_to_human(str(args.get("reason") or "requested by the model"))
             if name == "ask_clarifying_question":

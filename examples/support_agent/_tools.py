@@ -2,7 +2,8 @@
 
 ``issue_refund`` refuses amounts above the refund limit only when the configuration says
 ``enforce_refund_limit: true``; otherwise the limit is left to the model, which is the planted weakness
-of the candidate configuration.
+of the candidate configuration. A refusal raises ``RefundRefused``, so the tool span ends in error
+(``ToolCall.error`` in the trace summary) and the agent decides what to do next.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from typing import Any
 from examples.support_agent import _telemetry as tel
 from examples.support_agent._orders import find_order
 
-__all__ = ["TOOL_SCHEMAS", "SupportTools"]
+__all__ = ["TOOL_SCHEMAS", "RefundRefused", "SupportTools"]
+
+
+class RefundRefused(Exception):
+    """``issue_refund`` refused: the tool span records it as an error, and ``result`` says why."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(f"refund refused for {result.get('order_id')}: {result.get('reason')}")
+        self.result = result
+
 
 #: OpenAI-style function definitions, used by the real-model path.
 TOOL_SCHEMAS: list[dict[str, Any]] = [
@@ -88,10 +98,18 @@ class SupportTools:
             return result
 
     def issue_refund(self, order_id: str, amount: float) -> dict[str, Any]:
-        """Refund ``amount`` on the order, or refuse it with the reason (never more than was paid)."""
+        """Refund ``amount`` on the order (never more than was paid).
+
+        Raises:
+            RefundRefused: the refund was refused (no such order, a bad amount, more than was paid, or
+                above the limit when it is enforced); ``result`` holds the reason. Like a payments API
+                answering 4xx, the refusal is an error of the tool call, recorded on its span.
+        """
         with tel.tool_span("issue_refund", {"order_id": order_id, "amount": amount}) as span:
             result = self._refund(order_id, amount)
             span.set_result(result)
+            if result["status"] != "refunded":
+                raise RefundRefused(result)
             return result
 
     def _refund(self, order_id: str, amount: float) -> dict[str, Any]:

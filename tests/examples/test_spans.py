@@ -70,7 +70,10 @@ def test_clarification_empty_answer_and_explicit_failure_signals(collector):
     s = summary(collector, turn.trace_id)
     assert s.config_id == "support-cand-fixed-2026-11"
     assert set(s.failure_reasons) == {"explicit", "escalation"}
-    assert s.tool_calls[1].name == "issue_refund" and s.tool_calls[1].result["status"] == "refused"
+    refused = s.tool_calls[1]
+    assert refused.name == "issue_refund" and refused.result["status"] == "refused"
+    assert refused.error is not None and "RefundRefused" in refused.error  # the tool call ended in error
+    assert s.error is None  # the agent handled it: not an exception of the agent
 
 
 def test_turns_of_a_session_share_the_session_id(collector):

@@ -22,6 +22,7 @@ def test_public_names_are_pinned():
             "OfflineModel",
             "OpenAIChatModel",
             "Order",
+            "RefundRefused",
             "RetrievalResult",
             "RetrievalSettings",
             "Retriever",
