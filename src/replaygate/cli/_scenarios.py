@@ -1,11 +1,300 @@
-"""CLI commands of one area (filled in by its issue)."""
+"""``replaygate scenarios ...``, ``replaygate promote`` and ``replaygate import-csv``: the golden set.
+
+The golden set is ``--golden DIR``, else ``$REPLAYGATE_GOLDEN``, else ``golden/``; the trace store (for
+``promote``) is ``--store PATH``, else ``$REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``. Changelog
+entries are signed ``--author``, else ``$REPLAYGATE_AUTHOR``, else the login name.
+
+Exit codes: 0 ok; 1 lint found errors or ``lock`` refused a change; 3 usage or data error.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import sys
+from typing import Any
+
 import click
+from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario
+from replaygate.replay._selection import HOLDOUT_TIERS
+
+from replaygate.golden import (
+    GoldenSet,
+    accept_changes,
+    import_csv,
+    lint,
+    list_scenarios,
+    listing_rows,
+    mark_known_failure,
+    promote_trace,
+    quarantine,
+    reactivate,
+    retire,
+)
+from replaygate.golden._errors import GoldenError
 
 __all__ = ["register"]
 
+FAILING = 1
+
+_golden_option = click.option(
+    "--golden", "golden", default=None, help="Golden-set directory [env REPLAYGATE_GOLDEN; default golden/]."
+)
+_author_option = click.option(
+    "--author", default=None, help="Changelog author [env REPLAYGATE_AUTHOR; default the login name]."
+)
+
+
+def _tags(values: tuple[str, ...]) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--tag {v!r}: expected key=value, e.g. --tag risk=high")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def _date(value: str, option: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)", param_hint=option) from None
+
+
+def _clean(text: str) -> str:
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+@click.group("scenarios")
+def scenarios_group() -> None:
+    """Lint, list, show and change the golden set (statuses with a changelog entry; never deleted)."""
+
+
+@scenarios_group.command("lint")
+@_golden_option
+@click.option("--update-lock", is_flag=True, help="First accept changes that carry a changelog entry.")
+@click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
+def lint_cmd(golden: str | None, update_lock: bool, as_json: bool) -> None:
+    """Report every problem with file:line and what to do; exit 1 when there is an error."""
+    gs = GoldenSet(golden)
+    if update_lock and gs.path.is_dir():
+        result = accept_changes(gs)
+        if result.accepted and not as_json:
+            click.echo(f"lock: accepted {', '.join(result.accepted)}")
+    problems = lint(gs)
+    errors = [p for p in problems if p.severity == "error"]
+    if as_json:
+        rows = [{"where": p.where, "severity": p.severity, "message": p.message} for p in problems]
+        click.echo(json.dumps({"format_version": 1, "golden": str(gs.path), "problems": rows}, indent=2))
+    else:
+        for p in problems:
+            click.echo(str(p))
+        n = len(gs.files())
+        click.echo(f"{n} scenario file(s): {len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
+    if errors:
+        sys.exit(FAILING)
+
+
+@scenarios_group.command("lock")
+@_golden_option
+@click.option("--allow-removed", is_flag=True, help="Also drop lock entries whose files were deleted.")
+def lock_cmd(golden: str | None, allow_removed: bool) -> None:
+    """Accept new scenarios and edits that carry a new changelog entry into golden.lock."""
+    gs = GoldenSet(golden)
+    if not gs.path.is_dir():
+        raise GoldenError(f"{gs.path}: no golden-set directory; create it or pass --golden")
+    result = accept_changes(gs, allow_removed=allow_removed)
+    for scenario_id in result.accepted:
+        click.echo(f"accepted {scenario_id}")
+    for message in result.refused:
+        click.echo(f"refused: {message}", err=True)
+    click.echo(f"{gs.lock_path}: {len(result.accepted)} accepted, {len(result.refused)} refused")
+    if result.refused:
+        sys.exit(FAILING)
+
+
+@scenarios_group.command("list")
+@_golden_option
+@click.option("--tier", type=click.Choice(TIERS), default=None, help="Only this tier (holdout rule applies).")
+@click.option("--tag", "tags", multiple=True, help="key=value; every given tag must match.")
+@click.option(
+    "--status", "statuses", multiple=True, type=click.Choice(STATES), help="Default: all but retired."
+)
+@click.option("--origin", "origins", multiple=True, type=click.Choice(ORIGINS))
+@click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
+def list_cmd(
+    golden: str | None,
+    tier: str | None,
+    tags: tuple[str, ...],
+    statuses: tuple[str, ...],
+    origins: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """List scenarios; for a tuning tier (smoke, or no tier) holdout scenarios are only counted."""
+    gs = GoldenSet(golden)
+    listing = list_scenarios(
+        gs.load(), tier=tier, tags=_tags(tags), statuses=statuses or None, origins=origins or None
+    )
+    rows = listing_rows(listing)
+    if as_json:
+        doc: dict[str, Any] = {"format_version": 1, "tier": tier, "scenarios": rows}
+        doc["hidden_holdout"] = listing.hidden_holdout
+        click.echo(json.dumps(doc, indent=2))
+        return
+    for r in rows:
+        flags = ("must-pass " if r["must_pass"] else "") + ("" if r["counts"] else "(not counted) ")
+        click.echo(
+            f"{r['id']:<40} {r['status']:<13} {flags}{','.join(r['tiers'])}  {_clean(str(r['title']))}"  # type: ignore[arg-type]
+        )
+    click.echo(f"{len(rows)} scenario(s)")
+    if listing.hidden_holdout:
+        click.echo(
+            f"{listing.hidden_holdout} holdout scenario(s) hidden (never shown for tuning; "
+            f"they run only in {' and '.join(sorted(HOLDOUT_TIERS))})"
+        )
+
+
+@scenarios_group.command("show")
+@click.argument("scenario_id")
+@_golden_option
+@click.option("--reveal-holdout", is_flag=True, help="Show a holdout scenario (not for tuning work).")
+def show_cmd(scenario_id: str, golden: str | None, reveal_holdout: bool) -> None:
+    """Print one scenario as YAML (a holdout scenario only with --reveal-holdout)."""
+    scenario = GoldenSet(golden).get(scenario_id)
+    if scenario.holdout and not reveal_holdout:
+        raise GoldenError(
+            f"{scenario_id} is a holdout scenario: its content is not shown for tuning; "
+            "pass --reveal-holdout if you are not tuning against it"
+        )
+    click.echo(dump_scenario(scenario), nl=False)
+
+
+@scenarios_group.command("retire")
+@click.argument("scenario_id")
+@click.option("--reason", default=None, help="Why it is retired (required).")
+@_golden_option
+@_author_option
+def retire_cmd(scenario_id: str, reason: str | None, golden: str | None, author: str | None) -> None:
+    """Retire a scenario: no longer selected by default; the file and its history stay."""
+    s = retire(GoldenSet(golden), scenario_id, reason, author=author)
+    click.echo(f"{s.id}: {s.status.state}")
+
+
+@scenarios_group.command("quarantine")
+@click.argument("scenario_id")
+@click.option("--owner", required=True, help="Who will fix or reactivate it.")
+@click.option("--until", "until", required=True, help="Date the quarantine ends (YYYY-MM-DD).")
+@click.option("--reason", default=None, help="Why (required).")
+@_golden_option
+@_author_option
+def quarantine_cmd(
+    scenario_id: str, owner: str, until: str, reason: str | None, golden: str | None, author: str | None
+) -> None:
+    """Quarantine a scenario (still runs; counts in the gate only when must-pass)."""
+    s = quarantine(GoldenSet(golden), scenario_id, owner, _date(until, "--until"), reason, author=author)
+    click.echo(f"{s.id}: {s.status.state}")
+
+
+@scenarios_group.command("mark-known-failure")
+@click.argument("scenario_id")
+@click.option("--reason", default=None, help="Why it fails (required).")
+@_golden_option
+@_author_option
+def known_failure_cmd(scenario_id: str, reason: str | None, golden: str | None, author: str | None) -> None:
+    """Mark a scenario as a known failure (runs and stays visible in every report)."""
+    s = mark_known_failure(GoldenSet(golden), scenario_id, reason, author=author)
+    click.echo(f"{s.id}: {s.status.state}")
+
+
+@scenarios_group.command("reactivate")
+@click.argument("scenario_id")
+@click.option("--reason", default=None, help="Why (optional; recorded in the changelog).")
+@_golden_option
+@_author_option
+def reactivate_cmd(scenario_id: str, reason: str | None, golden: str | None, author: str | None) -> None:
+    """Make a scenario active again."""
+    s = reactivate(GoldenSet(golden), scenario_id, reason, author=author)
+    click.echo(f"{s.id}: {s.status.state}")
+
+
+@click.command("import-csv")
+@click.argument("csv_file", type=click.Path(dir_okay=False))
+@click.option("--owner", default=None, help="Owner for rows without an owner column.")
+@_golden_option
+@_author_option
+def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author: str | None) -> None:
+    """Create scenarios from a question-set CSV (all rows or nothing)."""
+    gs = GoldenSet(golden)
+    created = import_csv(csv_file, gs, owner=owner, author=author)
+    for s in created:
+        click.echo(f"created {gs.file_for(s.id)}")
+    click.echo(f"{len(created)} scenario(s) imported into {gs.path}")
+
+
+@click.command("promote")
+@click.argument("trace_id")
+@click.option("--owner", required=True, help="Who owns the new scenario.")
+@click.option("--origin", required=True, type=click.Choice(ORIGINS))
+@click.option("--must-pass", is_flag=True, help="One failing attempt blocks a release.")
+@click.option("--tag", "tags", multiple=True, help="key=value (dimension, request_type, risk, free-form).")
+@click.option("--tier", "tiers", multiple=True, type=click.Choice(TIERS), help="Default: smoke and release.")
+@click.option("--expected-behavior", default=None, help="What the agent should have done.")
+@click.option("--forbid-answer", is_flag=True, help="Draft a forbidden-output check from the failing answer.")
+@click.option(
+    "--id", "scenario_id", default=None, help="Scenario id (default: slug of the last turn + trace)."
+)
+@click.option("--store", default=None, help="Trace store [env REPLAYGATE_STORE; .replaygate/replaygate.db].")
+@_golden_option
+@_author_option
+@click.option("--json", "as_json", is_flag=True, help="Print {id, path, created} as JSON.")
+def promote_cmd(
+    trace_id: str,
+    owner: str,
+    origin: str,
+    must_pass: bool,
+    tags: tuple[str, ...],
+    tiers: tuple[str, ...],
+    expected_behavior: str | None,
+    forbid_answer: bool,
+    scenario_id: str | None,
+    store: str | None,
+    golden: str | None,
+    author: str | None,
+    as_json: bool,
+) -> None:
+    """Promote a captured trace into a regression scenario (idempotent: one scenario per trace)."""
+    from replaygate.instrumentation._store import TraceStore
+
+    with TraceStore(store, create=False) as source:
+        full_id = source.resolve_trace_id(trace_id)
+        result = promote_trace(
+            source,
+            full_id,
+            GoldenSet(golden),
+            owner=owner,
+            origin=origin,
+            must_pass=must_pass,
+            tags=_tags(tags),
+            expected_behavior=expected_behavior,
+            forbid_answer=forbid_answer,
+            tiers=tiers or None,
+            scenario_id=scenario_id,
+            author=author,
+        )
+    if as_json:
+        doc = {"id": result.scenario.id, "path": str(result.path), "created": result.created}
+        click.echo(json.dumps(doc))
+        return
+    verb = "created" if result.created else "already promoted as"
+    click.echo(f"{verb} {result.scenario.id} ({result.path})")
+    if result.created:
+        click.echo("review the suggested retrieval labels and expected tools, then confirm them")
+
 
 def register(group: click.Group) -> None:
-    """Add this area's commands to the root group."""
+    """Add ``scenarios``, ``promote`` and ``import-csv`` to the root group."""
+    scenarios_group.add_command(import_csv_cmd)
+    group.add_command(scenarios_group)
+    group.add_command(promote_cmd)
+    group.add_command(import_csv_cmd)

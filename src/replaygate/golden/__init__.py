@@ -1,3 +1,77 @@
-"""replaygate.golden."""
+"""replaygate.golden: the golden set's lifecycle, integrity lock, listings, promotion and CSV import.
 
-__all__: list[str] = []
+A golden set is a directory of scenario YAML files (default ``golden/``, else ``$REPLAYGATE_GOLDEN`` or
+``--golden DIR``) with ``golden.lock`` beside them::
+
+    from replaygate.golden import GoldenSet, lint, promote_trace, retire
+    from replaygate.instrumentation._store import TraceStore
+
+    golden = GoldenSet("golden")
+    promotion = promote_trace(TraceStore(), "4bf92f35...", golden, owner="alice",
+                              origin="production-incident", must_pass=True, forbid_answer=True)
+    retire(golden, "old-scenario", reason="feature removed")
+    for problem in lint(golden):
+        print(problem)            # file:line: error|warning: what, and what to do
+
+Every write is atomic and updates the lock in the same step; lifecycle commands never delete a file.
+"""
+
+from replaygate.golden._csv_import import CSV_COLUMNS, TURN_SEPARATOR, import_csv, parse_csv
+from replaygate.golden._errors import GoldenError
+from replaygate.golden._goldenset import DEFAULT_GOLDEN_DIR, GOLDEN_ENV, GoldenSet, resolve_golden_dir
+from replaygate.golden._lifecycle import (
+    AUTHOR_ENV,
+    AcceptResult,
+    accept_changes,
+    lock_status,
+    mark_known_failure,
+    quarantine,
+    reactivate,
+    retire,
+)
+from replaygate.golden._lint import LintProblem, lint
+from replaygate.golden._listing import Listing, list_scenarios, listing_rows
+from replaygate.golden._lock import LOCK_NAME, LockEntry, lock_entry, read_lock
+from replaygate.golden._promote import (
+    Promotion,
+    TraceSource,
+    draft_forbidden_pattern,
+    draft_scenario,
+    promote_trace,
+    session_turns,
+)
+
+__all__ = [
+    "AUTHOR_ENV",
+    "CSV_COLUMNS",
+    "DEFAULT_GOLDEN_DIR",
+    "GOLDEN_ENV",
+    "LOCK_NAME",
+    "TURN_SEPARATOR",
+    "AcceptResult",
+    "GoldenError",
+    "GoldenSet",
+    "LintProblem",
+    "Listing",
+    "LockEntry",
+    "Promotion",
+    "TraceSource",
+    "accept_changes",
+    "draft_forbidden_pattern",
+    "draft_scenario",
+    "import_csv",
+    "lint",
+    "list_scenarios",
+    "listing_rows",
+    "lock_entry",
+    "lock_status",
+    "mark_known_failure",
+    "parse_csv",
+    "promote_trace",
+    "quarantine",
+    "reactivate",
+    "read_lock",
+    "resolve_golden_dir",
+    "retire",
+    "session_turns",
+]

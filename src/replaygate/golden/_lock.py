@@ -1,0 +1,93 @@
+"""``golden.lock``: the content hash, status and changelog length of every scenario, beside the set.
+
+The lock makes silent edits visible: a scenario whose pass condition (or status) differs from its locked
+entry must carry a changelog entry newer than the lock, or ``lint`` fails. The file is stable JSON::
+
+    {"format_version": 1,
+     "scenarios": {"refund-over-limit-001": {"content_hash": "sha256:...", "state": "active",
+                                              "changelog": 2, "changelog_hash": "sha256:..."}}}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from replaygate.replay._runfile import content_hash
+from replaygate.replay._scenario import ChangelogEntry, Scenario, scenario_content_hash
+
+from replaygate.golden._errors import GoldenError
+
+__all__ = [
+    "LOCK_FORMAT_VERSION",
+    "LOCK_NAME",
+    "LockEntry",
+    "changelog_hash",
+    "dump_lock",
+    "lock_entry",
+    "read_lock",
+]
+
+LOCK_NAME = "golden.lock"
+LOCK_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    """What was accepted for one scenario."""
+
+    content_hash: str
+    state: str
+    changelog: int
+    changelog_hash: str
+
+
+def changelog_hash(entries: list[ChangelogEntry]) -> str:
+    """Hash of a list of changelog entries (to tell history rewritten from history extended)."""
+    return content_hash([e.model_dump(mode="json") for e in entries])
+
+
+def lock_entry(scenario: Scenario) -> LockEntry:
+    """The lock entry that accepts ``scenario`` as it is now."""
+    return LockEntry(
+        content_hash=scenario_content_hash(scenario),
+        state=scenario.status.state,
+        changelog=len(scenario.changelog),
+        changelog_hash=changelog_hash(scenario.changelog),
+    )
+
+
+def read_lock(path: Path) -> dict[str, LockEntry] | None:
+    """Read a lock file; None when it does not exist. A damaged file raises :class:`GoldenError`."""
+    try:
+        raw: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise GoldenError(
+            f"{path}: unreadable lock file ({exc}); restore it from git or rebuild it with "
+            "`replaygate scenarios lock` after checking every scenario's changelog"
+        ) from None
+    if not isinstance(raw, dict) or raw.get("format_version") != LOCK_FORMAT_VERSION:
+        raise GoldenError(f"{path}: not a golden.lock of format_version {LOCK_FORMAT_VERSION}")
+    entries: dict[str, LockEntry] = {}
+    scenarios = raw.get("scenarios")
+    if not isinstance(scenarios, dict):
+        raise GoldenError(f"{path}: 'scenarios' must be a mapping of scenario id to entry")
+    for scenario_id, value in scenarios.items():
+        try:
+            entries[str(scenario_id)] = LockEntry(**value)
+        except TypeError as exc:
+            raise GoldenError(f"{path}: bad entry for {scenario_id!r} ({exc})") from None
+    return entries
+
+
+def dump_lock(entries: dict[str, LockEntry]) -> str:
+    """Stable JSON text of a lock (sorted ids)."""
+    body = {
+        "format_version": LOCK_FORMAT_VERSION,
+        "scenarios": {k: asdict(entries[k]) for k in sorted(entries)},
+    }
+    return json.dumps(body, indent=2, sort_keys=True) + "\n"

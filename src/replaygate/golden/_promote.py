@@ -1,0 +1,292 @@
+"""Promotion: turn a captured trace into a regression scenario of the golden set.
+
+The drafted scenario holds every real user turn of the conversation (all traces of the session up to and
+including the failing one, oldest first), the context (user id, and ``replaygate.context.*`` attributes of
+the agent spans), the retrieved document ids as *suggested* retrieval labels (``confirmed: false``), the
+tools that were called as a *suggested* ``expected_tools`` check (``suggested: true``), optionally a
+forbidden-output check drafted from the failing answer, and the trace id as ``source_trace``. Both
+suggestions run as written but ``lint`` warns until a person confirms them. Promoting the same trace again
+returns the existing scenario.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from replaygate.instrumentation._records import TraceRecord
+from replaygate.replay._errors import ScenarioError
+from replaygate.replay._scenario import (
+    ORIGINS,
+    TIERS,
+    ChangelogEntry,
+    ExpectedLabelCheck,
+    ExpectedToolsCheck,
+    ForbiddenOutputRegexCheck,
+    RetrievalLabels,
+    Scenario,
+    load_scenario,
+)
+
+from replaygate.golden._errors import GoldenError
+from replaygate.golden._goldenset import GoldenSet
+from replaygate.golden._lifecycle import default_author, today_utc
+from replaygate.golden._lock import lock_entry
+
+__all__ = [
+    "CONTEXT_ATTRIBUTE_PREFIX",
+    "Promotion",
+    "TraceSource",
+    "draft_forbidden_pattern",
+    "draft_scenario",
+    "find_promoted",
+    "promote_trace",
+    "session_turns",
+]
+
+#: Agent-span attributes with this prefix become scenario context (``replaygate.context.order_id``).
+CONTEXT_ATTRIBUTE_PREFIX = "replaygate.context."
+DEFAULT_PROMOTION_TIERS: tuple[str, ...] = ("smoke", "release")
+
+
+class TraceSource(Protocol):
+    """Where traces come from (``replaygate.instrumentation._store.TraceStore`` satisfies it)."""
+
+    def get_trace(self, trace_id: str) -> TraceRecord: ...
+
+    def session_traces(self, session_id: str) -> list[TraceRecord]: ...
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """The result of a promotion: the scenario, its file, and whether it was created now."""
+
+    scenario: Scenario
+    path: Path
+    created: bool
+
+
+def session_turns(source: TraceSource, record: TraceRecord) -> list[str]:
+    """Every user turn of the conversation up to and including ``record``, in order."""
+    summary = record.summary
+    traces = [record]
+    if summary.session_id:
+        session = source.session_traces(summary.session_id)
+        upto: list[TraceRecord] = []
+        for r in session:
+            if r.summary.trace_id == summary.trace_id:
+                break
+            if r.start_ns <= record.start_ns:
+                upto.append(r)
+        traces = [*upto, record]
+    return [turn for r in traces for turn in r.summary.turns if turn and turn.strip()]
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def draft_forbidden_pattern(answer: str, max_chars: int = 60) -> str:
+    """A regex matching a distinctive fragment of a wrong answer (escaped, whitespace-tolerant).
+
+    The most distinctive sentence is the one with the most digits, amounts and long words; it is cut at
+    a word boundary to ``max_chars``.
+    """
+    sentences = [s.strip() for s in _SENTENCE.split(answer) if s.strip()]
+    if not sentences:
+        raise GoldenError("the failing answer is empty: there is nothing to forbid (drop --forbid-answer)")
+
+    def score(sentence: str) -> tuple[int, int]:
+        digits = sum(ch.isdigit() for ch in sentence)
+        long_words = sum(1 for w in re.findall(r"\w+", sentence) if len(w) >= 7)
+        return (3 * digits + long_words, len(sentence))
+
+    best = max(sentences, key=score)
+    if len(best) > max_chars:
+        cut = best[:max_chars]
+        best = cut[: cut.rfind(" ")] if " " in cut[10:] else cut
+    words = best.strip().split()
+    return "(?i)" + r"\s+".join(re.escape(w) for w in words)
+
+
+def _context(record: TraceRecord) -> dict[str, Any]:
+    context: dict[str, Any] = {}
+    if record.summary.user_id:
+        context["user_id"] = record.summary.user_id
+    for span in record.spans:
+        if span.kind != "agent":
+            continue
+        for key, value in span.attributes.items():
+            if key.startswith(CONTEXT_ATTRIBUTE_PREFIX) and isinstance(value, str | int | float | bool):
+                context[key.removeprefix(CONTEXT_ATTRIBUTE_PREFIX)] = value
+    return context
+
+
+def _slug(text: str, limit: int = 40) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "trace"
+
+
+def draft_scenario(
+    source: TraceSource,
+    record: TraceRecord,
+    *,
+    owner: str,
+    origin: str,
+    must_pass: bool = False,
+    tags: Mapping[str, str] | None = None,
+    expected_behavior: str | None = None,
+    forbid_answer: bool = False,
+    tiers: Sequence[str] | None = None,
+    scenario_id: str | None = None,
+    title: str | None = None,
+    author: str | None = None,
+    today: dt.date | None = None,
+) -> Scenario:
+    """Draft the scenario for one trace (no I/O beyond reading the session's traces)."""
+    summary = record.summary
+    turns = session_turns(source, record)
+    if not turns:
+        raise GoldenError(f"trace {summary.trace_id} has no user input to replay; it cannot be promoted")
+    checks: list[Any] = []
+    tools = list(dict.fromkeys(call.name for call in summary.tool_calls))
+    if tools:
+        checks.append(ExpectedToolsCheck(tools=tools, suggested=True))
+    if origin == "missed-escalation":
+        checks.append(ExpectedLabelCheck(label="escalate"))
+    if forbid_answer:
+        checks.append(ForbiddenOutputRegexCheck(pattern=draft_forbidden_pattern(summary.output or "")))
+    relevant = list(dict.fromkeys(chunk.id for chunk in sorted(summary.chunks, key=lambda c: c.rank)))
+    retrieval = (
+        RetrievalLabels(relevant=relevant, k=max(5, len(relevant)), confirmed=False) if relevant else None
+    )
+    reasons = ", ".join(summary.failure_reasons) or "no failure signal"
+    day = today or today_utc()
+    data: dict[str, Any] = {
+        "id": scenario_id or f"{_slug(turns[-1])}-{summary.trace_id[:8]}",
+        "title": title or f"{origin}: {turns[-1][:70]}",
+        "owner": owner,
+        "origin": origin,
+        "source_trace": summary.trace_id,
+        "added": day,
+        "must_pass": must_pass,
+        "tags": dict(tags or {}),
+        "tiers": list(tiers or DEFAULT_PROMOTION_TIERS),
+        "expected_behavior": expected_behavior or "",
+        "turns": turns,
+        "context": _context(record),
+        "checks": checks,
+        "retrieval": retrieval,
+        "changelog": [
+            ChangelogEntry(
+                date=day,
+                author=author or default_author(),
+                reason=f"Promoted from trace {summary.trace_id} ({reasons})",
+            )
+        ],
+    }
+    try:
+        return Scenario.model_validate(data)
+    except ValueError as exc:
+        raise GoldenError(f"cannot draft a scenario from trace {summary.trace_id}: {exc}") from None
+
+
+def find_promoted(golden: GoldenSet, trace_id: str) -> tuple[Scenario, Path] | None:
+    """The scenario already promoted from ``trace_id``, if any.
+
+    Raises:
+        GoldenError: an invalid scenario file mentions the trace (fix it before promoting again).
+    """
+    for path in golden.files():
+        try:
+            scenario = load_scenario(path)
+        except ScenarioError:
+            try:
+                mentions = trace_id in path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                mentions = False
+            if mentions:
+                raise GoldenError(
+                    f"{path} mentions trace {trace_id} but is invalid; fix it (`replaygate scenarios lint`)"
+                ) from None
+            continue
+        if scenario.source_trace == trace_id:
+            return scenario, path
+    return None
+
+
+def promote_trace(
+    source: TraceSource,
+    trace_id: str,
+    golden: GoldenSet | str | Path | None = None,
+    *,
+    owner: str,
+    origin: str,
+    must_pass: bool = False,
+    tags: Mapping[str, str] | None = None,
+    expected_behavior: str | None = None,
+    forbid_answer: bool = False,
+    tiers: Sequence[str] | None = None,
+    scenario_id: str | None = None,
+    author: str | None = None,
+    today: dt.date | None = None,
+) -> Promotion:
+    """Promote a captured trace into the golden set (idempotent: one scenario per trace).
+
+    Args:
+        source: the trace store (``TraceStore``) or anything with ``get_trace`` and ``session_traces``.
+        trace_id: the failing trace.
+        golden: the golden set (a :class:`GoldenSet` or its directory; default ``$REPLAYGATE_GOLDEN`` or
+            ``golden/``).
+        owner: who owns the new scenario.
+        origin: production-incident, near-miss, missed-escalation, adversarial or original-eval.
+        must_pass: whether one failing attempt blocks a release.
+        tags: ``dimension``, ``request_type``, ``risk`` and free-form tags.
+        expected_behavior: what the agent should have done.
+        forbid_answer: add a ``forbidden_output_regex`` check drafted from the failing answer.
+        tiers: tiers to run in (default smoke and release).
+        scenario_id: the id (default: a slug of the last turn plus the trace id's first 8 characters).
+        author: changelog author (default ``$REPLAYGATE_AUTHOR`` or the login name).
+        today: the date to record (default: today, UTC).
+
+    Returns:
+        The scenario, its path, and ``created`` (False when the trace was promoted before).
+    """
+    gs = golden if isinstance(golden, GoldenSet) else GoldenSet(golden)
+    if not owner or not owner.strip():
+        raise GoldenError("promote needs --owner: the person responsible for the new scenario")
+    if origin not in ORIGINS:
+        raise GoldenError(f"unknown origin {origin!r}; use one of {', '.join(ORIGINS)}")
+    for tier in tiers or ():
+        if tier not in TIERS:
+            raise GoldenError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
+    record = source.get_trace(trace_id)
+    full_id = record.summary.trace_id
+    existing = find_promoted(gs, full_id)
+    if existing is not None:
+        scenario, path = existing
+        lock = gs.lock() or {}
+        if scenario.id not in lock:  # a crash between the renames: finish the lock update
+            gs.write_lock({**lock, scenario.id: lock_entry(scenario)})
+        return Promotion(scenario, path, created=False)
+    scenario = draft_scenario(
+        source,
+        record,
+        owner=owner.strip(),
+        origin=origin,
+        must_pass=must_pass,
+        tags=tags,
+        expected_behavior=expected_behavior,
+        forbid_answer=forbid_answer,
+        tiers=tiers,
+        scenario_id=scenario_id,
+        author=author,
+        today=today,
+    )
+    if gs.file_for(scenario.id).exists():
+        raise GoldenError(f"a scenario {scenario.id!r} already exists in {gs.path}; pass another --id")
+    path = gs.write([scenario])[0]
+    return Promotion(scenario, path, created=True)
