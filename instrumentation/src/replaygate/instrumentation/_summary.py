@@ -326,7 +326,8 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     """Read what one trace means from its spans.
 
     Turns are the inputs of the agent spans that have no agent ancestor (several when a replay attempt
-    wraps several turns in one root span), ordered by start; the output is the last of them. Failure
+    wraps several turns in one root span), ordered by start (an agent span without a recorded input adds
+    no turn; ``outputs`` still has one entry per agent call); the output is the last of them. Failure
     reasons come from ``replaygate.failure.reasons`` on agent spans (or, without it, from what a top-level
     agent span shows: an exception, an empty answer) and any escalation; a failed tool call alone is not a
     failure.
