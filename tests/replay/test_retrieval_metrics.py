@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from replaygate.instrumentation._records import Chunk
 from replaygate.replay._retrieval_metrics import (
     chunk_matches,
@@ -108,3 +110,21 @@ def test_mean_scores() -> None:
     mean = mean_retrieval_scores([a, b])
     assert mean is not None and mean["hit_rate"] == 0.5 and mean["mrr"] == 0.5
     assert mean_retrieval_scores([]) is None
+
+
+ids = st.lists(st.sampled_from(["a", "b", "c", "d#1", "d#2", "e"]), max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    retrieved=ids, relevant=st.lists(st.sampled_from(["a", "b", "d", "x"]), max_size=4), k=st.integers(1, 10)
+)
+def test_metrics_stay_in_range_and_recall_grows_with_k(
+    retrieved: list[str], relevant: list[str], k: int
+) -> None:
+    s = retrieval_metrics(retrieved, relevant, k)
+    for value in (s.hit_rate, s.mrr, s.recall, s.ndcg):
+        assert 0.0 <= value <= 1.0 + 1e-12
+    assert (s.hit_rate > 0) == (s.mrr > 0) == (s.recall > 0)
+    bigger = retrieval_metrics(retrieved, relevant, k + 1)
+    assert bigger.recall >= s.recall and bigger.hit_rate >= s.hit_rate and bigger.mrr >= s.mrr
