@@ -37,7 +37,8 @@ def _pct(x: float | None) -> str:
 
 
 def _p(x: float | None) -> str:
-    return "n/a" if x is None else (f"{x:.2g}" if x >= 0.001 else "<0.001")
+    """``=0.012`` or ``<0.001`` (written right after ``p``)."""
+    return "=n/a" if x is None else (f"={x:.2g}" if x >= 0.001 else "<0.001")
 
 
 def make_report_id(comparison: Comparison, policy_digest: str) -> str:
@@ -102,12 +103,12 @@ def _rate_drop(
     if p is None or p >= policy.alpha:
         return (
             None,
-            f"{what}: beyond tolerance {tol:g} but not significant (p={_p(p)}, alpha {policy.alpha:g})",
+            f"{what}: beyond tolerance {tol:g} but not significant (p{_p(p)}, alpha {policy.alpha:g})",
         )
     if noise is not None and drop <= noise + _EPS:
         return None, f"{what}: significant but within the noise floor ({noise:.3f})"
     msg = (
-        f"{what}, 95% interval [{g.low:+.3f}, {g.high:+.3f}], p={_p(p)}"
+        f"{what}, {policy.confidence:.0%} interval [{g.low:+.3f}, {g.high:+.3f}], p{_p(p)}"
         + (" (Holm-adjusted)" if g.name != "overall" else "")
         + f": beyond tolerance {tol:g}"
         + (f" and above the noise floor {noise:.3f}" if noise is not None else "")
@@ -122,10 +123,10 @@ def _graded_drop(g: GradedComparison, tol: float, policy: Policy) -> tuple[Findi
     p = g.p_adjusted if g.p_adjusted is not None else g.p_value
     what = f"{g.metric} ({g.group}) fell {g.base_mean:.3f} -> {g.head_mean:.3f} (delta {g.delta:+.3f})"
     if p is None or p >= policy.alpha:
-        return None, f"{what}: beyond tolerance {tol:g} but not significant (p={_p(p)})"
+        return None, f"{what}: beyond tolerance {tol:g} but not significant (p{_p(p)})"
     if g.noise_magnitude is not None and -g.delta <= g.noise_magnitude + _EPS:
         return None, f"{what}: significant but within the noise floor ({g.noise_magnitude:.3f})"
-    msg = f"{what}, interval [{g.low:+.3f}, {g.high:+.3f}], p={_p(p)}: beyond tolerance {tol:g}"
+    msg = f"{what}, interval [{g.low:+.3f}, {g.high:+.3f}], p{_p(p)}: beyond tolerance {tol:g}"
     fix = f"recover {g.metric} to within {tol:g} of the baseline, {_SIGN}"
     return Finding(
         rule="rule-2", severity="block", signable=True, subject=f"{g.metric} {g.group}", message=msg, fix=fix
@@ -155,9 +156,9 @@ def _guardrail(g: GuardrailComparison, policy: Policy, improved: bool) -> tuple[
     what = f"guardrail {g.name} worsened {g.base:.4g} -> {g.head:.4g} {g.unit}"
     what += f" ({shown}, tolerance {tol.describe()})"
     if g.p_value is not None and g.p_value >= policy.alpha:
-        return None, f"{what} but not significantly (p={_p(g.p_value)})"
+        return None, f"{what} but not significantly (p{_p(g.p_value)})"
     lead = "the pass rate improved but " if improved else ""
-    msg = f"{lead}{what}" + (f", p={_p(g.p_value)}" if g.p_value is not None else "")
+    msg = f"{lead}{what}" + (f", p{_p(g.p_value)}" if g.p_value is not None else "")
     fix = f"bring {g.name} back within {tol.describe()} of the baseline, {_SIGN}"
     return Finding(rule="rule-3", severity="block", signable=True, subject=g.name, message=msg, fix=fix), ""
 
@@ -206,7 +207,7 @@ def _headline(outcome: GateOutcome, c: Comparison, newly: int, must: int, can_te
     o = c.overall
     rate = f"pass rate {_pct(o.base_rate)} -> {_pct(o.head_rate)}"
     if o.delta is not None:
-        rate += f" (delta {o.delta:+.3f}, p={_p(o.p_value)})"
+        rate += f" (delta {o.delta:+.3f}, p{_p(o.p_value)})"
     parts = [outcome.upper(), rate]
     if newly:
         parts.append(f"{newly} newly failing" + (f" ({must} must-pass)" if must else ""))
@@ -279,7 +280,7 @@ def evaluate_gate(
                 subject=s.id,
                 message=(
                     f"scenario {s.id} newly fails (baseline {s.base.passed}/{s.base.scored}, candidate "
-                    f"{s.head.passed}/{s.head.scored}, Fisher p={_p(s.fisher_p)}): a person must read it"
+                    f"{s.head.passed}/{s.head.scored}, Fisher p{_p(s.fisher_p)}): a person must read it"
                 ),
                 fix=f"replaygate review REPORT {s.id} --by NAME --note '...'",
             )

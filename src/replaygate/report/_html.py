@@ -9,6 +9,8 @@ from replaygate.report._svg import category_chart, guardrail_chart, scenario_dif
 
 __all__ = ["render_html"]
 
+_CANT = "can't tell: "
+
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#111827;padding:0 1em}
 h1 .pass{color:#15803d}h1 .block{color:#b91c1c}h1 .needs-sign-off{color:#b45309}
@@ -80,7 +82,7 @@ def render_html(report: GateReport) -> str:
         f"p={_p(o.p_value)})</p>",
     ]
     if not r.can_tell and r.notes:
-        parts.append(f"<p class='note'><b>Can't tell.</b> {_e(r.notes[0])}</p>")
+        parts.append(f"<p class='note'><b>Can't tell.</b> {_e(r.notes[0].removeprefix(_CANT))}</p>")
     if r.findings:
         parts.append(
             "<h2>Findings</h2><table><tr><th>rule</th><th>subject</th><th>finding</th><th>fix</th>"

@@ -109,7 +109,7 @@ def render_markdown(report: GateReport) -> str:
         "",
     ]
     if not r.can_tell:
-        lines += ["> **Can't tell:** " + _cell(r.notes[0]) if r.notes else "> **Can't tell**", ""]
+        lines += ["> **Can't tell:** " + _cell(r.notes[0].removeprefix("can't tell: ")), ""]
     if r.newly_failing:
         lines += ["### Newly failing", ""]
         by_id = {s.id: s for s in r.comparison.scenarios}

@@ -93,10 +93,13 @@ def scenario_diff_chart(c: Comparison) -> str:
     }
     left, width, row = 160, 300, 18
     shown = c.scenarios[:200]
-    height = 10 + row * len(shown)
-    body = []
+    height = 26 + row * len(shown)
+    body = [
+        f'<text x="{left}" y="12" font-size="11">baseline</text>',
+        f'<text x="{left + width / 2 + 10}" y="12" font-size="11">candidate</text>',
+    ]
     for n, s in enumerate(shown):
-        y = 6 + n * row
+        y = 20 + n * row
         color = colors.get(s.change, "#9ca3af")
         body.append(f'<text x="4" y="{y + 11}" font-size="11" fill="{color}">{escape(s.id[:24])}</text>')
         for side, off, col in (("base", 0, _BASE), ("head", width / 2 + 10, _HEAD)):
