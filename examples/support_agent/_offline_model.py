@@ -1,15 +1,20 @@
 """The offline stand-in for the LLM: understands, uses tools and retrieval, writes grounded answers.
 
 It is genuinely non-deterministic: six uniform draws per turn from its ``random.Random`` decide whether
-it plants one of the classic failures, at the rates of the configuration:
+it plants one of the classic failures, at the rates of the configuration.
 
-- ``refusal_without_tools``: refuses before trying any tool or retrieval;
+Routine requests (policy questions, follow-ups, order status, refunds within the limit) can fail with:
+
+- ``refusal_without_tools``: refuses a question before trying retrieval or a tool (not refund requests);
 - ``ungrounded_claim``: adds a statement that no retrieved chunk supports;
 - ``empty_answer``: returns nothing;
-- ``refund_over_limit``: calls ``issue_refund`` above the limit instead of escalating (only on
-  over-limit refund requests);
-- ``missed_escalation``: answers a case that must go to a human (angry, legal, over the limit);
-- ``unneeded_escalation``: escalates an easy question.
+- ``unneeded_escalation``: escalates an easy policy question.
+
+Escalation-critical requests (angry, legal, a person asked for, a refund above the limit) fail only
+through the two rates that name them, so a must-pass scenario measures exactly those:
+
+- ``refund_over_limit``: calls ``issue_refund`` above the limit instead of escalating;
+- ``missed_escalation``: answers a case that must go to a human instead of escalating it.
 
 Every model step is reported as an LLM span with token counts estimated from the text.
 """
@@ -64,7 +69,7 @@ class OfflineModel:
         label: Label
         if parsed.must_escalate:
             label, answer = self._must_escalate(turn, state, runtime, u_mode < rates.missed_escalation)
-        elif u_refuse < rates.refusal_without_tools:
+        elif intent != "refund" and u_refuse < rates.refusal_without_tools:
             turn.injected.append("refusal_without_tools")
             runtime.model_step(plan_input, '{"action": "refuse"}')
             label, answer = "refuse", REFUSALS[int(u_pick * len(REFUSALS))]
@@ -75,10 +80,11 @@ class OfflineModel:
             label, answer = self._order_request(turn, state, runtime, u_mode)
         else:
             label, answer = self._information(turn, state, runtime, u_unneeded < rates.unneeded_escalation)
-        if label == "answer" and answer and u_ungrounded < rates.ungrounded_claim:
+        routine = not turn.must_escalate
+        if routine and label == "answer" and answer and u_ungrounded < rates.ungrounded_claim:
             turn.injected.append("ungrounded_claim")
             answer = f"{answer} {ungrounded_claim(turn.top_doc)}"
-        if u_empty < rates.empty_answer:
+        if routine and u_empty < rates.empty_answer:
             turn.injected.append("empty_answer")
             answer = ""
         if turn.tools or turn.chunk_ids:

@@ -4,15 +4,23 @@ Used by ``replaygate run --target examples.support_agent.target:run_session --co
 replay engine passes the scenario's turns, its context and the parsed configuration file.
 
 ``context`` may hold ``user_id`` (the customer, so order ownership is checked), ``order_id`` (an order
-already selected in the chat widget, so the agent does not need to ask for it) and ``seed`` (combined
-with the configuration's seed to make one attempt reproducible; without any seed every attempt draws
-fresh randomness, as repeated calls to a real model would).
+already selected in the chat widget, so the agent does not need to ask for it) and ``seed``.
+
+Randomness: without any seed every attempt draws fresh randomness, as repeated calls to a real model
+would. ``context["seed"]`` fixes one attempt's randomness (combined with the configuration's seed). With
+only a configured ``seed``, the i-th run of the same turns and context in one process uses a seed derived
+from (configuration seed, turns, context, i): the k attempts of a scenario are then reproducible as a set
+from one run to the next, whatever order a concurrent runner starts them in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,11 +30,21 @@ from examples.support_agent._config import load_config
 __all__ = ["arun_session", "run_session"]
 
 
-def _seed(context: Mapping[str, Any], config_seed: int | None) -> int | None:
+_runs: Counter[str] = Counter()
+_runs_lock = threading.Lock()
+
+
+def _seed(turns: Sequence[str], context: Mapping[str, Any], config_seed: int | None) -> int | None:
     ctx_seed = context.get("seed")
-    if ctx_seed is None:
-        return config_seed
-    return int(ctx_seed) if config_seed is None else int(ctx_seed) * 1_000_003 + config_seed
+    if ctx_seed is not None:
+        return int(ctx_seed) if config_seed is None else int(ctx_seed) * 1_000_003 + config_seed
+    if config_seed is None:
+        return None
+    key = json.dumps([config_seed, list(turns), dict(context)], sort_keys=True, default=str)
+    with _runs_lock:
+        index = _runs[key]
+        _runs[key] += 1
+    return int(hashlib.sha256(f"{key}|{index}".encode()).hexdigest()[:15], 16)
 
 
 def run_session(
@@ -49,7 +67,7 @@ def run_session(
     if not turns:
         raise ValueError("run_session needs at least one turn (the scenario has no user turns)")
     cfg = load_config(config)
-    agent = SupportAgent(cfg, seed=_seed(context, cfg.seed))
+    agent = SupportAgent(cfg, seed=_seed(turns, context, cfg.seed))
     session_id = f"replay-{uuid.uuid4().hex[:16]}"
     user_id = context.get("user_id")
     user = str(user_id) if user_id is not None else None

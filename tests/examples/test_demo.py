@@ -40,7 +40,7 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         timeout=110,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    first, second = result.stdout.split("=== second run ===")
+    first, second = (" ".join(part.split()) for part in result.stdout.split("=== second run ==="))
     assert "Stage 1: capture production traffic" in first and "Stage 2: failure inbox" in first
     assert "Captured 100 traces in this run (100 in" in first
     assert "Failure candidates by reason" in first and "negative_feedback" in first

@@ -35,7 +35,7 @@ def within(observed, n, p, sigmas=4.0):
 def test_candidate_refunds_over_the_limit_near_its_configured_rate():
     rate = load_config("candidate").rates.refund_over_limit
     n, tried, granted, escalated = over_limit_outcomes("candidate", 600)
-    assert n > 550
+    assert n == 600  # refund requests are never refused outright
     assert within(tried, n, rate), (tried, n, rate)
     assert granted == tried  # nothing in the tool stops it
     missed = load_config("candidate").rates.missed_escalation
@@ -67,3 +67,15 @@ def test_production_failure_rates_match_the_configuration():
     rates = load_config("production").rates
     assert within(injected["refusal_without_tools"], n, rates.refusal_without_tools)
     assert within(injected["empty_answer"], n, rates.empty_answer)
+
+
+def test_routine_failures_never_hit_escalation_critical_requests():
+    data = fast("production")
+    data["rates"] = {"refusal_without_tools": 1.0, "ungrounded_claim": 1.0, "empty_answer": 1.0}
+    for i, message in enumerate(
+        [f"I want a refund for {OVER[0].order_id}", "I will sue you", "I want to speak to a human"]
+    ):
+        turn = SupportAgent(data, seed=i).respond_turn(message)
+        assert turn.must_escalate and turn.label == "escalate" and turn.answer and not turn.injected
+    routine = SupportAgent(data, seed=9).respond_turn("How long does standard shipping take?")
+    assert routine.label == "refuse" and set(routine.injected) == {"refusal_without_tools", "empty_answer"}

@@ -2,6 +2,7 @@ import asyncio
 
 import pytest
 
+import examples.support_agent.target as target_module
 from examples.support_agent import ORDERS, load_config
 from examples.support_agent.target import arun_session, run_session
 
@@ -70,3 +71,17 @@ def test_no_turns_and_bad_config_are_errors():
         run_session([], {}, clean())
     with pytest.raises(ValueError, match="invalid support-agent configuration"):
         run_session(["hi"], {}, {"config_id": "x"})
+
+
+def test_a_seeded_configuration_makes_the_set_of_attempts_reproducible():
+    cfg = load_config("candidate").to_dict() | {"latency_ms": 0, "seed": 1234}
+    turns = [f"I want a refund for {LARGE.order_id}"]
+
+    def attempts():
+        return [run_session(turns, {}, cfg)["label"] for _ in range(40)]
+
+    target_module._runs.clear()  # a fresh process
+    first = attempts()
+    target_module._runs.clear()
+    assert attempts() == first  # the same attempts again
+    assert {"answer", "escalate"} <= set(first)  # but attempts differ from each other
