@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import threading
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from replaygate.instrumentation._records import Chunk
@@ -140,3 +143,55 @@ def test_cli_exit_codes(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as info:
         main(["judge", "calibrate", str(EXAMPLE), "--judge", "llm"])
     assert info.value.code == 3
+
+
+def test_cli_with_an_llm_judge_on_a_loopback_server(capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            reply = {"verdict": "supported", "score": 1.0, "document_ids": ["doc-1"], "reason": "r"}
+            data = json.dumps({"choices": [{"message": {"content": json.dumps(reply)}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        main(
+            [
+                "judge",
+                "calibrate",
+                str(EXAMPLE),
+                "--judge",
+                "llm",
+                "--judge-model",
+                "m",
+                "--judge-base-url",
+                url,
+                "--json",
+            ]
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    report = json.loads(capsys.readouterr().out)
+    rows = load_labels(EXAMPLE)
+    assert len(seen) == len(rows)  # one request per row
+    assert report["judge"]["model"] == "m" and report["judge"]["prompt_version"].startswith(
+        "llm-groundedness"
+    )
+    assert report["confusion"]["unsupported"]["supported"] == sum(r.label == "unsupported" for r in rows)
+    assert report["kappa"] == pytest.approx(0.0)  # a judge that always says "supported" agrees only by chance
+    bodies = json.dumps(seen)
+    assert all(r.question not in bodies for r in rows)  # the groundedness judge never sees a question

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -203,7 +204,8 @@ class LlmJudge:
         task: ``groundedness`` or ``context_relevance``.
         model: the model name sent in the request.
         base_url: the API base, e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is appended).
-        api_key: sent as ``Authorization: Bearer``; optional for local servers.
+        api_key: sent as ``Authorization: Bearer`` (default: ``REPLAYGATE_JUDGE_API_KEY``); optional for
+            local servers.
         timeout_s: per-request timeout in seconds.
     """
 
@@ -221,7 +223,8 @@ class LlmJudge:
         self.task: Task = task
         self.model: str | None = model
         self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
+        # Not recorded by create_judge; a judge rebuilt from a run file reads the key from the environment.
+        self._api_key = api_key or os.environ.get("REPLAYGATE_JUDGE_API_KEY")
         self.timeout_s = timeout_s
         self.prompt_version: str = f"llm-{task.replace('_', '-')}-1+{PROMPT_HASH}"
         self.needs_question: bool = task == "context_relevance"
