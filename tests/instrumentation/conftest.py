@@ -1,25 +1,35 @@
-"""Fixtures for the instrumentation tests: an isolated SDK provider with an in-memory exporter.
+"""Fixtures for the instrumentation tests: an isolated SDK provider and an in-memory exporter.
 
-Tests instrument in set-up (``configure(tracer_provider=...)``) and shut down in tear-down; nothing here
-touches the global tracer provider (tests that need it run in a subprocess).
+Tests instrument in set-up (``configure(tracer_provider=..., exporters=[memory])``) and shut down in
+tear-down, so they assert on what an exporter really receives (after redaction and derived attributes).
+Nothing here touches the global tracer provider (tests that need it run in a subprocess).
 """
 
 from collections.abc import Iterator
 
 import pytest
 import replaygate.instrumentation as ri
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from replaygate.instrumentation._state import STATE
+
+
+class FlushingMemory(InMemorySpanExporter):
+    """An in-memory exporter that flushes replaygate's pipeline before it is read."""
+
+    def get_finished_spans(self) -> tuple[ReadableSpan, ...]:
+        pipeline = STATE.pipeline
+        if pipeline is not None:
+            assert pipeline.force_flush(10_000)
+        return super().get_finished_spans()
 
 
 @pytest.fixture
 def memory() -> Iterator[InMemorySpanExporter]:
-    """Configure replaygate on an isolated provider whose spans land in an in-memory exporter."""
+    """Configure replaygate on an isolated provider whose exported spans land in memory."""
     provider = TracerProvider()
-    exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    ri.configure(tracer_provider=provider, store=None)
+    exporter = FlushingMemory()
+    ri.configure(tracer_provider=provider, store=None, exporters=[exporter], schedule_delay_s=0.05)
     yield exporter
     ri.shutdown(timeout=2)
     provider.shutdown()

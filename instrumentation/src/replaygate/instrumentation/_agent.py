@@ -15,7 +15,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._encoding import limit_text, message_json, text_of, to_json
+from replaygate.instrumentation._encoding import limit_text, text_of, to_json
 from replaygate.instrumentation._health import fault
 from replaygate.instrumentation._records import FAILURE_REASONS
 from replaygate.instrumentation._state import STATE
@@ -101,11 +101,10 @@ class AgentSpec:
         attrs = dict(self.static)
         text = self.input_text(instance, args, kwargs)
         if text is not None:
-            attrs[sc.OI_INPUT_VALUE] = text
-            attrs[sc.INPUT_MESSAGES] = message_json("user", text)
+            attrs[sc.OI_INPUT_VALUE] = text  # gen_ai.input.messages is derived at export (_spancopy)
         session = self._first(self.session_names, instance, args, kwargs)
         if session is not _MISSING:
-            attrs[sc.CONVERSATION_ID] = attrs[sc.OI_SESSION_ID] = str(session)
+            attrs[sc.OI_SESSION_ID] = str(session)  # and gen_ai.conversation.id
         user = self._first(self.user_names, instance, args, kwargs)
         if user is not _MISSING:
             attrs[sc.OI_USER_ID] = str(user)
@@ -202,8 +201,7 @@ class AgentRun:
                 record_error(self.span, exc)
                 reasons.add("exception")
             if output is not None:
-                attrs[sc.OI_OUTPUT_VALUE] = output
-                attrs[sc.OUTPUT_MESSAGES] = message_json("assistant", output, "stop")
+                attrs[sc.OI_OUTPUT_VALUE] = output  # gen_ai.output.messages is derived at export
             if exc is None and not closed_early and (output is None or not output.strip()):
                 reasons.add("empty_answer")
             if closed_early:
@@ -212,7 +210,8 @@ class AgentRun:
                 reasons.add("escalation")
             if self.explicit:
                 reasons.add("explicit")
-            attrs[sc.RG_FAILURE_REASONS] = tuple(r for r in _AGENT_REASONS if r in reasons)
+            if reasons:  # absent means none (and keeps the common path cheap)
+                attrs[sc.RG_FAILURE_REASONS] = tuple(r for r in _AGENT_REASONS if r in reasons)
             self.span.set_attributes(attrs)
         except Exception as fault_exc:  # noqa: BLE001
             fault("finishing the agent span", fault_exc)

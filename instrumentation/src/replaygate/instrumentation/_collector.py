@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -9,6 +10,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from replaygate.instrumentation._health import fault
 from replaygate.instrumentation._records import SpanRecord
+from replaygate.instrumentation._spancopy import derived_attributes
 
 __all__ = ["SpanCollector"]
 
@@ -33,6 +35,9 @@ class SpanCollector(SpanProcessor):
             from replaygate.instrumentation._summary import span_to_record
 
             record = span_to_record(span)
+            derived = derived_attributes(record.attributes)
+            if derived:
+                record = dataclasses.replace(record, attributes={**record.attributes, **derived})
         except Exception as exc:  # noqa: BLE001 - never reach the agent
             fault("SpanCollector", exc)
             return

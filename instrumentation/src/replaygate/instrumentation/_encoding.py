@@ -6,9 +6,13 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 __all__ = ["content_hash", "limit_text", "mapping_get", "message_json", "text_of", "to_json"]
+
+
+_quote = encode_basestring
 
 
 def _default(value: Any) -> Any:
@@ -49,10 +53,10 @@ def text_of(value: Any, max_chars: int) -> str:
 
 def message_json(role: str, text: str, finish_reason: str | None = None) -> str:
     """GenAI semconv message list with one text part, as a JSON string."""
-    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
-    if finish_reason is not None:
-        message["finish_reason"] = finish_reason
-    return json.dumps([message], ensure_ascii=False, separators=(",", ":"))
+    # Same output as json.dumps([{...}], ensure_ascii=False, separators=(",", ":")), without building
+    # an encoder per call: this runs for every span that carries messages.
+    tail = f',"finish_reason":{_quote(finish_reason)}' if finish_reason is not None else ""
+    return f'[{{"role":{_quote(role)},"parts":[{{"type":"text","content":{_quote(text)}}}]{tail}}}]'
 
 
 def content_hash(text: str) -> str:

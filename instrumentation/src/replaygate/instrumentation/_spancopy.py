@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Status
 from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._encoding import content_hash
+from replaygate.instrumentation._encoding import content_hash, message_json
 from replaygate.instrumentation._redaction import Redactor
 
-__all__ = ["CONTENT_ATTRIBUTES", "is_content_attribute", "transform_span"]
+__all__ = ["CONTENT_ATTRIBUTES", "derived_attributes", "is_content_attribute", "transform_span"]
 
 #: Attributes that hold conversation text, retrieved text or tool payloads.
 CONTENT_ATTRIBUTES = frozenset(
@@ -35,6 +36,28 @@ CONTENT_ATTRIBUTES = frozenset(
     }
 )
 _DOC_CONTENT = re.compile(r"^retrieval\.documents\.\d+\.document\.(?:content|metadata)$")
+
+
+def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """GenAI attributes an agent span implies but the decorator leaves to the exporters to write.
+
+    ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (from ``input.value`` / ``output.value``) and
+    ``gen_ai.conversation.id`` (from ``session.id``) are built off the agent's thread, by the export
+    workers and the in-process collector, so the decorated call stays cheap.
+    """
+    if attributes.get(sc.OPERATION_NAME) != "invoke_agent":
+        return {}
+    out: dict[str, Any] = {}
+    value = attributes.get(sc.OI_INPUT_VALUE)
+    if isinstance(value, str) and sc.INPUT_MESSAGES not in attributes:
+        out[sc.INPUT_MESSAGES] = message_json("user", value)
+    value = attributes.get(sc.OI_OUTPUT_VALUE)
+    if isinstance(value, str) and sc.OUTPUT_MESSAGES not in attributes:
+        out[sc.OUTPUT_MESSAGES] = message_json("assistant", value, "stop")
+    value = attributes.get(sc.OI_SESSION_ID)
+    if value is not None and sc.CONVERSATION_ID not in attributes:
+        out[sc.CONVERSATION_ID] = value
+    return out
 
 
 def is_content_attribute(key: str) -> bool:
@@ -82,11 +105,15 @@ def transform_span(
         capture_content: False replaces text attributes by ``sha256:<hex>`` of their redacted text.
         resource: a resource to report instead of the span's own (service name), or None.
     """
-    changed = resource is not None
+    source: Mapping[str, Any] = span.attributes or {}
+    derived = derived_attributes(source)
+    if derived:
+        source = {**source, **derived}
+    changed = resource is not None or bool(derived)
     total = 0
     attributes: dict[str, Any] = {}
     hashed = False
-    for key, value in (span.attributes or {}).items():
+    for key, value in source.items():
         new, n = redactor.redact_value(value)
         total += n
         if not capture_content:

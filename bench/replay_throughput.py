@@ -1,0 +1,117 @@
+"""Replay throughput: 200 scenarios x k=5 against a target that sleeps 20 ms, concurrency 50.
+
+Prints the wall time of a whole run (span capture, scoring with a deterministic check, journal with group
+commit, artifacts, run file) against the ideal ``attempts x 20 ms / concurrency``, for a sync target (run
+in the runner's thread pool) and an async one. Target: within 1.2x of the ideal.
+
+    uv run --locked python bench/replay_throughput.py [--scenarios 200] [--k 5] [--concurrency 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from replaygate.replay import Scenario, run_suite
+
+SLEEP_S = 0.020
+
+
+def sync_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    time.sleep(SLEEP_S)
+    return "Refunds up to $200 are issued within 5 days. " + turns[0]
+
+
+async def async_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    await asyncio.sleep(SLEEP_S)
+    return "Refunds up to $200 are issued within 5 days. " + turns[0]
+
+
+def scenarios(n: int, k: int) -> list[Scenario]:
+    return [
+        Scenario.model_validate(
+            {
+                "id": f"bench-{i:04d}",
+                "title": f"bench scenario {i}",
+                "owner": "bench",
+                "origin": "original-eval",
+                "added": dt.date(2026, 11, 29),
+                "turns": [f"question {i}"],
+                "repeats": k,
+                "checks": [{"type": "contains", "values": ["refund"]}, {"type": "max_chars", "limit": 500}],
+            }
+        )
+        for i in range(n)
+    ]
+
+
+def file_create_cost(n: int = 200) -> float:
+    """Seconds to create one small file here (temp file + rename, like an artifact): the disk's share."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        for i in range(n):
+            part = Path(tmp) / f".{i}.tmp"
+            part.write_text("x" * 2000)
+            part.replace(Path(tmp) / f"{i}.json")
+        return (time.perf_counter() - t0) / n
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=200)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    suite = scenarios(args.scenarios, args.k)
+    attempts = args.scenarios * args.k
+    ideal = attempts * SLEEP_S / args.concurrency
+    print(
+        f"{args.scenarios} scenarios x k={args.k} = {attempts} attempts, "
+        f"target sleeps {SLEEP_S * 1000:.0f} ms, concurrency {args.concurrency}: ideal {ideal:.3f}s"
+    )
+    print(f"file system: one small file (temp + rename) costs {file_create_cost() * 1000:.2f} ms here")
+    variants = [
+        ("sync target,  artifacts", sync_target, True),
+        ("async target, artifacts", async_target, True),
+        ("sync target,  no artifacts", sync_target, False),
+        ("async target, no artifacts", async_target, False),
+    ]
+    last: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(args.rounds):  # interleaved rounds: the first one also pays warm-up
+            for name, target, artifacts in variants:
+                out = Path(tmp) / f"{rnd}-{len(last)}-{artifacts}.json"
+                t0 = time.perf_counter()
+                run = run_suite(
+                    suite,
+                    target,
+                    {"model": "bench"},
+                    concurrency=args.concurrency,
+                    timeout_s=30,
+                    out_path=out,
+                    progress=False,
+                    code_commit=None,
+                    artifacts=artifacts,
+                )
+                wall = time.perf_counter() - t0
+                assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+                last[name] = wall / ideal
+                print(
+                    f"round {rnd + 1} {name:28s} wall {wall:.3f}s  ideal {ideal:.3f}s  "
+                    f"ratio {wall / ideal:.2f}x"
+                )
+    for name, ratio in last.items():
+        verdict = "within" if ratio <= 1.2 else "OVER"
+        print(f"last round {name:28s} {ratio:.2f}x ({verdict} the 1.2x target)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
