@@ -70,3 +70,13 @@ def test_bad_reports_are_refused(tmp_path, report) -> None:
         load_report(bad)
     with pytest.raises(GateError, match="unknown report format"):
         write_reports(report, tmp_path / "x", ["pdf"])
+
+
+def test_markdown_of_a_large_regression_still_fits_a_comment(f) -> None:
+    base = f.run([5] * 150, run_id="b", tags=lambda i: {"area": f"a{i % 50}"})
+    head = f.run([0] * 130 + [5] * 20, run_id="h", tags=lambda i: {"area": f"a{i % 50}"}, answer="x" * 2000)
+    report = gate_runs(Policy(n_resamples=500), base, head)
+    assert len(report.newly_failing) == 130
+    md = render_markdown(report)
+    assert len(md) <= 60_000
+    assert "**block**" in md and "and 30 more" in md

@@ -68,12 +68,24 @@ def check_comparable(
         )
 
 
+def _by_scenario(run: RunFile) -> dict[str, list[Attempt]]:
+    out: dict[str, list[Attempt]] = {}
+    for a in run.attempts:
+        out.setdefault(a.scenario_id, []).append(a)
+    return {sid: sorted(rows, key=lambda a: a.index) for sid, rows in out.items()}
+
+
 def _side(
-    run: RunFile, label: str, entry: ScenarioEntry | None, sid: str, required: int, confidence: float
+    run: RunFile,
+    label: str,
+    entry: ScenarioEntry | None,
+    sid: str,
+    required: int,
+    confidence: float,
+    attempts: list[Attempt],
 ) -> tuple[SideStats, list[str], list[Attempt]]:
     if entry is None:
         return SideStats(present=False), [f"scenario {sid} is missing from the {label} run {run.run_id}"], []
-    attempts = run.attempts_for(sid)
     passed = sum(a.status == "pass" for a in attempts)
     failed = sum(a.status == "fail" for a in attempts)
     errors = sum(a.status == "error" for a in attempts)
@@ -297,6 +309,8 @@ def compare_runs(
     h_entries = {e.id: e for e in head.scenarios}
     n_entries = {e.id: e for e in noise.scenarios} if noise is not None else {}
     order = list(dict.fromkeys([*b_entries, *h_entries]))
+    b_att, h_att = _by_scenario(base), _by_scenario(head)
+    n_att = _by_scenario(noise) if noise is not None else {}
 
     scenarios: list[ScenarioComparison] = []
     problems: list[str] = []
@@ -309,8 +323,8 @@ def compare_runs(
     for sid in order:
         entry = b_entries.get(sid) or h_entries[sid]
         required = min(entry.repeats, k) if entry.repeats > 0 else k
-        bs, bp, ba = _side(base, "baseline", b_entries.get(sid), sid, required, conf)
-        hs, hp, ha = _side(head, "candidate", h_entries.get(sid), sid, required, conf)
+        bs, bp, ba = _side(base, "baseline", b_entries.get(sid), sid, required, conf, b_att.get(sid, []))
+        hs, hp, ha = _side(head, "candidate", h_entries.get(sid), sid, required, conf, h_att.get(sid, []))
         sc_problems = bp + hp
         counts = entry.counts and (h_entries.get(sid) or entry).counts
         if counts:
@@ -336,7 +350,7 @@ def compare_runs(
         b_metrics[sid] = _metric_values(ba)
         h_metrics[sid] = _metric_values(ha)
         if noise is not None and sid in n_entries:
-            na = noise.attempts_for(sid)
+            na = n_att.get(sid, [])
             np_, nf_ = sum(a.status == "pass" for a in na), sum(a.status == "fail" for a in na)
             if np_ + nf_:
                 n_counts[sid] = (np_, np_ + nf_)

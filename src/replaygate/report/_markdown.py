@@ -7,6 +7,8 @@ from replaygate.gate import RULE_TITLES, Comparison, GateReport
 __all__ = ["render_comparison_markdown", "render_markdown"]
 
 _MAX_ROWS = 40
+_MAX_LIST = 100
+_MAX_CHARS = 60_000  # GitHub comments hold 65,536 characters
 _ICON = {"pass": "✅", "needs-sign-off": "⚠️", "block": "⛔"}
 
 
@@ -113,7 +115,7 @@ def render_markdown(report: GateReport) -> str:
     if r.newly_failing:
         lines += ["### Newly failing", ""]
         by_id = {s.id: s for s in r.comparison.scenarios}
-        for sid in r.newly_failing:
+        for sid in r.newly_failing[:_MAX_LIST]:
             s = by_id[sid]
             mp = " **(must-pass)**" if s.must_pass else ""
             detail = "; ".join(s.head.failure_details[:2])
@@ -121,6 +123,8 @@ def render_markdown(report: GateReport) -> str:
                 f"- `{_cell(sid)}`{mp}: {s.base.passed}/{s.base.scored} → {s.head.passed}/{s.head.scored}"
                 + (f" — {_cell(detail)}" if detail else "")
             )
+        if len(r.newly_failing) > _MAX_LIST:
+            lines.append(f"- … and {len(r.newly_failing) - _MAX_LIST} more (see report.html)")
         lines.append("")
     blocking = [f for f in r.findings if f.severity == "block"]
     if blocking or any(f.severity == "review" for f in r.findings):
@@ -143,11 +147,11 @@ def render_markdown(report: GateReport) -> str:
         lines += ["<details><summary>Notes</summary>", ""]
         lines += [f"- {_cell(n)}" for n in [*r.policy_notes, *other][:_MAX_ROWS]]
         lines += ["", "</details>", ""]
-    lines += [
-        "<details><summary>Evidence</summary>",
-        "",
-        render_comparison_markdown(r.comparison),
-        "</details>",
-        "",
-    ]
-    return "\n".join(lines)
+    head = "\n".join(lines)
+    evidence = render_comparison_markdown(r.comparison)
+    if len(head) + len(evidence) > _MAX_CHARS:
+        evidence = "_The evidence is too long for a comment: see report.html._\n"
+    text = f"{head}\n<details><summary>Evidence</summary>\n\n{evidence}\n</details>\n"
+    return (
+        text if len(text) <= _MAX_CHARS else text[: _MAX_CHARS - 40] + "\n\n… (truncated: see report.html)\n"
+    )
