@@ -27,7 +27,7 @@ for _area in (_traces, _scenarios, _run, _judge, _gate, _canary):
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; a :class:`ReplaygateError` prints its message and exits with code 3."""
     try:
-        cli.main(args=argv, prog_name="replaygate", standalone_mode=False)
+        rc = cli.main(args=argv, prog_name="replaygate", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -39,3 +39,6 @@ def main(argv: list[str] | None = None) -> None:
     except ReplaygateError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(USAGE_OR_DATA_ERROR)
+    # with standalone_mode=False, click returns the code of ctx.exit(n) instead of exiting
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
