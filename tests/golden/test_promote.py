@@ -83,7 +83,11 @@ def conversation() -> FakeStore:
             ("I want a refund of $450 for ORD-10042",),
             300,
             output=WRONG,
-            chunks=(Chunk("refund-limits", 0.9, 1, "..."), Chunk("returns", 0.5, 2, "...")),
+            chunks=(
+                Chunk("refund-limits#1", 0.9, 1, "..."),
+                Chunk("returns#0", 0.5, 3, "..."),
+                Chunk("refund-limits#0", 0.7, 2, "..."),
+            ),
             tools=(ToolCall("lookup_order", {"order_id": "ORD-10042"}, {}), ToolCall("issue_refund", {}, {})),
             reasons=("negative_feedback",),
             attributes={"replaygate.context.order_id": "ORD-10042"},

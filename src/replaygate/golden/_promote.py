@@ -2,11 +2,11 @@
 
 The drafted scenario holds every real user turn of the conversation (all traces of the session up to and
 including the failing one, oldest first), the context (user id, and ``replaygate.context.*`` attributes of
-the agent spans), the retrieved document ids as *suggested* retrieval labels (``confirmed: false``), the
-tools that were called as a *suggested* ``expected_tools`` check (``suggested: true``), optionally a
-forbidden-output check drafted from the failing answer, and the trace id as ``source_trace``. Both
-suggestions run as written but ``lint`` warns until a person confirms them. Promoting the same trace again
-returns the existing scenario.
+the agent spans), the retrieved document ids (a chunk id ``<doc id>#<n>`` counts as its document) as
+*suggested* retrieval labels (``confirmed: false``), the tools that were called as a *suggested*
+``expected_tools`` check (``suggested: true``), optionally a forbidden-output check drafted from the
+failing answer, and the trace id as ``source_trace``. Both suggestions run as written but ``lint`` warns
+until a person confirms them. Promoting the same trace again returns the existing scenario.
 """
 
 from __future__ import annotations
@@ -159,7 +159,8 @@ def draft_scenario(
         checks.append(ExpectedLabelCheck(label="escalate"))
     if forbid_answer:
         checks.append(ForbiddenOutputRegexCheck(pattern=draft_forbidden_pattern(summary.output or "")))
-    relevant = list(dict.fromkeys(chunk.id for chunk in sorted(summary.chunks, key=lambda c: c.rank)))
+    ranked = sorted(summary.chunks, key=lambda c: c.rank)
+    relevant = list(dict.fromkeys(chunk.id.split("#", 1)[0] for chunk in ranked if chunk.id))
     retrieval = (
         RetrievalLabels(relevant=relevant, k=max(5, len(relevant)), confirmed=False) if relevant else None
     )

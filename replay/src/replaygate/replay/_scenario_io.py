@@ -280,6 +280,8 @@ def dump_scenario(scenario: Scenario) -> str:
                 continue
             parts.append(f"{key}:\n")
             parts.extend(f"  - {_yaml(item, True).strip()}\n" for item in lists[key])
+        elif key == "turns":
+            parts.append(_yaml({key: value}, False))
         elif isinstance(value, dict | list) and value:
             flow = f"{key}: {_yaml(value, True).strip()}\n"
             parts.append(flow if len(flow) <= 100 and "\n" not in flow[:-1] else _yaml({key: value}, False))
