@@ -86,6 +86,12 @@ def test_review_then_sign_through_the_cli(env, f, capsys) -> None:
     assert decision["outcome"] == "pass-with-sign-off" and decision["signed_by"] == "ana"
     assert decision["candidate_fingerprint"]["agent_config_hash"] == "sha256:cfg"
     assert Path(decision["report_path"]) == (out / "report.json").resolve()
+    # Gating other runs into the same folder removes the decision that belonged to the old report.
+    same = write("same", f.BASE)
+    assert (
+        run_cli(["gate", "--policy", policy, "--baseline", base, "--candidate", same, "--out", str(out)]) == 0
+    )
+    assert not (out / "decision.json").exists()
 
 
 def test_compare_prints_text_and_json(env, f, capsys) -> None:

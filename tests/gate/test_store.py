@@ -64,3 +64,11 @@ def test_a_clean_pass_can_be_signed(f, store) -> None:
     assert d.outcome == "pass" and d.report_id == report.report_id
     with pytest.raises(DecisionError, match="name"):
         store.sign(report, signed_by=" ", outcome="pass", reason="x")
+
+
+def test_an_edited_report_cannot_be_signed(f, store) -> None:
+    report = gate_runs(Policy(), f.run(f.BASE, run_id="b"), f.run(f.HEAD, run_id="h"))
+    forged = report.model_copy(update={"outcome": "pass", "findings": [], "newly_failing": []})
+    with pytest.raises(DecisionError, match="edited"):
+        store.sign(forged, signed_by="mallory", outcome="pass", reason="trust me")
+    assert store.list_decisions() == []

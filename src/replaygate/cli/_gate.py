@@ -128,6 +128,9 @@ def gate_cmd(
         policy, load_run(baseline), load_run(candidate), b2, paths=(baseline, candidate, baseline_2)
     )
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
+    stale = out / "decision.json"
+    if stale.exists() and json.loads(stale.read_text(encoding="utf-8")).get("report_id") != report.report_id:
+        stale.unlink()  # a decision signed for another report must not sit beside this one
     paths = write_reports(report, out, wanted)
     click.echo(report.headline)
     for f in report.findings:
@@ -200,8 +203,8 @@ def drift_cmd(runs_dir: str, policy_path: str | None, config_hash: str | None, a
     (latest_path, latest), previous = drift_pair(runs, config_hash)
     if previous is None:
         click.echo(
-            f"only one scheduled run of configuration {latest.fingerprint.agent_config_hash}: "
-            "nothing to compare yet"
+            f"no earlier scheduled run of configuration {latest.fingerprint.agent_config_hash} with the same "
+            f"suite and k ({latest_path}): nothing to compare yet"
         )
         return
     report = detect_drift(previous[1], latest, policy)
