@@ -1,3 +1,82 @@
-"""replaygate.canary."""
+"""replaygate.canary: a signed candidate on a share of live traffic, widened on evidence, rolled back.
 
-__all__: list[str] = []
+::
+
+    from replaygate.canary import CanaryController
+
+    canary = CanaryController.open(".replaygate/replaygate.db", policy="examples/gate-policy.yaml")
+    canary.start(decision_id, actor="ana", reason="gate passed")   # 1% of users, sticky
+    result = canary.check()               # live measures per variant; a breach rolls back automatically
+    canary.widen(actor="ana")             # refused, with the reason, until the evidence holds
+    canary.rollback(actor="ana", reason="refund complaints")       # one action, idempotent, audited
+
+The state lives in the shared store (``canary_state``, ``canary_audit``); production agents route with
+``replaygate.instrumentation.choose_variant(user_id)``, which reads it every few seconds.
+Command line: ``replaygate canary start|status|widen|promote|rollback|check|simulate`` and
+``replaygate serve`` (the release page).
+"""
+
+from replaygate.canary._control import (
+    CanaryController,
+    CanarySettings,
+    CanaryStatus,
+    CheckResult,
+    DecisionSource,
+    TraceSource,
+    decision_config_ids,
+)
+from replaygate.canary._errors import CanaryError, ConflictError
+from replaygate.canary._evidence import (
+    DEFAULT_TOLERANCES,
+    Evidence,
+    EvidenceSettings,
+    Limit,
+    evaluate_evidence,
+    tolerances_from_policy,
+)
+from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition, parse_plan
+from replaygate.canary._measures import (
+    MEASURES,
+    ArmMeasures,
+    LiveMeasures,
+    MeasureDiff,
+    RequestSample,
+    SeriesPoint,
+    compute_live_measures,
+)
+from replaygate.canary._simulate import SimulationReport, TrafficProfile, simulate_live_traffic
+from replaygate.canary._store import AuditEntry, CanaryStore
+
+__all__ = [
+    "DEFAULT_PLAN",
+    "DEFAULT_TOLERANCES",
+    "MEASURES",
+    "ArmMeasures",
+    "AuditEntry",
+    "CanaryController",
+    "CanaryError",
+    "CanarySettings",
+    "CanaryStatus",
+    "CanaryStore",
+    "CheckResult",
+    "ConflictError",
+    "DecisionSource",
+    "Evidence",
+    "EvidenceSettings",
+    "Limit",
+    "LiveMeasures",
+    "MeasureDiff",
+    "RequestSample",
+    "RolloutState",
+    "SeriesPoint",
+    "SimulationReport",
+    "TraceSource",
+    "TrafficProfile",
+    "Transition",
+    "compute_live_measures",
+    "decision_config_ids",
+    "evaluate_evidence",
+    "parse_plan",
+    "simulate_live_traffic",
+    "tolerances_from_policy",
+]

@@ -1,11 +1,329 @@
-"""CLI commands of one area (filled in by its issue)."""
+"""The canary area's commands: ``replaygate canary ...``, ``replaygate serve``, ``replaygate hash-password``.
+
+Exit codes: 0 done (or nothing to do), 1 an action was refused or ``check`` found a breach, 3 usage or
+data error.
+"""
 
 from __future__ import annotations
+
+import getpass
+import json
+import os
+import sys
+from dataclasses import asdict
+from typing import Any
 
 import click
 
 __all__ = ["register"]
 
+REFUSED = 1
+
+_store_option = click.option(
+    "--store",
+    default=None,
+    help="Store path or URL (default: $REPLAYGATE_STORE or .replaygate/replaygate.db).",
+)
+_policy_option = click.option(
+    "--policy",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Gate policy YAML: its guardrails are the canary's tolerances.",
+)
+_by_option = click.option(
+    "--by", "by", default=lambda: os.environ.get("USER") or "cli", show_default="$USER", help="Who acts."
+)
+
+
+def _controller(store: str | None, policy: str | None, min_count: int | None = None) -> Any:
+    from dataclasses import replace
+
+    from replaygate.canary import CanaryController, CanarySettings
+
+    settings = CanarySettings()
+    if min_count is not None:
+        settings = replace(
+            settings, evidence=replace(settings.evidence, min_count=min_count, min_breach_count=min_count)
+        )
+    return CanaryController.open(store, policy=policy, settings=settings)
+
+
+def _report(t: Any) -> None:
+    if t.outcome == "applied":
+        click.echo(f"{t.action}: {t.reason}; now {t.after.label()}")
+    elif t.outcome == "noop":
+        click.echo(f"{t.action}: nothing to do ({t.reason}); {t.after.label()}")
+    else:
+        click.echo(f"{t.action} refused: {t.reason}", err=True)
+        sys.exit(REFUSED)
+
+
+def _status_json(status: Any) -> dict[str, Any]:
+    from replaygate.web._api import state_json
+
+    out: dict[str, Any] = {"state": state_json(status.state), "notes": list(status.notes)}
+    if status.measures is not None:
+        m = status.measures
+        out["measures"] = {
+            "baseline_n": m.baseline.n,
+            "candidate_n": m.candidate.n,
+            "diffs": [asdict(d) for d in m.diffs],
+        }
+    if status.evidence is not None:
+        out["evidence"] = {
+            "can_widen": status.evidence.can_widen,
+            "reason": status.evidence.reason,
+            "breaches": list(status.evidence.breaches),
+        }
+    return out
+
+
+def _print_status(status: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    state = status.state
+    console.print(f"state: [bold]{state.label()}[/bold]", highlight=False)
+    if state.rollout_id:
+        console.print(
+            f"rollout {state.rollout_id} · decision {state.decision_id} · "
+            f"baseline {state.baseline_config_id} · candidate {state.candidate_config_id}",
+            markup=False,
+            highlight=False,
+        )
+    if status.measures is None:
+        return
+    m = status.measures
+    table = Table(
+        title=f"live measures (current step): baseline n={m.baseline.n}, candidate n={m.candidate.n}"
+    )
+    for col in ("measure", "baseline", "candidate", "difference", "interval", "p"):
+        table.add_column(col)
+
+    def f(v: float | None) -> str:
+        return "—" if v is None else f"{v:.4g}"
+
+    for d in m.diffs:
+        interval = "—" if d.low is None else f"[{d.low:+.4g}, {d.high:+.4g}]"
+        table.add_row(d.label, f(d.baseline), f(d.candidate), "—" if d.delta is None else f"{d.delta:+.4g}",
+                      interval, f(d.p_value))  # fmt: skip
+    console.print(table)
+    if status.evidence is not None:
+        console.print(status.evidence.reason, markup=False, highlight=False)
+        for b in status.evidence.breaches:
+            console.print(f"BREACH: {b}", markup=False, highlight=False, style="bold red")
+    for note in status.notes:
+        console.print(note, markup=False, highlight=False, style="dim")
+
+
+@click.group("canary")
+def canary() -> None:
+    """Canary releases: start a signed candidate, watch live measures, widen, promote, roll back."""
+
+
+@canary.command("decisions")
+@_store_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def decisions_cmd(store: str | None, as_json: bool) -> None:
+    """List the signed decisions that can start a canary (pass, pass-with-sign-off)."""
+    ctl = _controller(store, None)
+    found = ctl.signed_decisions()
+    if as_json:
+        click.echo(json.dumps([d.model_dump(mode="json") for d in found], indent=2))
+        return
+    if not found:
+        click.echo("no signed pass decision: run the gate and `replaygate sign REPORT ...` first")
+    for d in found:
+        click.echo(
+            f"{d.id}  {d.outcome:<18} {d.candidate_config_id}  signed by {d.signed_by} at {d.signed_at}"
+        )
+
+
+@canary.command("start")
+@click.argument("decision_id")
+@_by_option
+@click.option("--reason", default="", help="Why (audited).")
+@click.option("--plan", default=None, help="Candidate shares in percent, e.g. 1,5,25,50,100 (the default).")
+@click.option("--no-auto-rollback", is_flag=True, help="Report breaches without rolling back.")
+@_store_option
+@_policy_option
+def start_cmd(
+    decision_id: str, by: str, reason: str, plan: str | None, no_auto_rollback: bool, store: str | None,
+    policy: str | None,
+) -> None:  # fmt: skip
+    """Start a canary of the candidate of a signed decision (DECISION_ID from `canary decisions`)."""
+    from replaygate.canary import parse_plan
+
+    try:
+        steps = parse_plan(plan) if plan else None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    ctl = _controller(store, policy)
+    _report(ctl.start(decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback))
+
+
+@canary.command("status")
+@_store_option
+@_policy_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status_cmd(store: str | None, policy: str | None, as_json: bool) -> None:
+    """Show the rollout, the live measures of the current step and what a widen needs."""
+    status = _controller(store, policy).status()
+    if as_json:
+        click.echo(json.dumps(_status_json(status), indent=2, default=str))
+    else:
+        _print_status(status)
+
+
+@canary.command("widen")
+@_by_option
+@click.option("--reason", default="", help="Why (audited).")
+@_store_option
+@_policy_option
+def widen_cmd(by: str, reason: str, store: str | None, policy: str | None) -> None:
+    """Widen to the plan's next step; refused (exit 1, with the reason) until the evidence holds."""
+    _report(_controller(store, policy).widen(actor=by, reason=reason))
+
+
+@canary.command("promote")
+@_by_option
+@click.option("--reason", default="", help="Why (audited).")
+@_store_option
+@_policy_option
+def promote_cmd(by: str, reason: str, store: str | None, policy: str | None) -> None:
+    """Promote the candidate to all traffic (idempotent)."""
+    _report(_controller(store, policy).promote(actor=by, reason=reason))
+
+
+@canary.command("rollback")
+@_by_option
+@click.option("--reason", required=True, help="Why (audited).")
+@_store_option
+def rollback_cmd(by: str, reason: str, store: str | None) -> None:
+    """Roll back: all traffic to the baseline at once (idempotent, audited)."""
+    _report(_controller(store, None).rollback(actor=by, reason=reason))
+
+
+@canary.command("check")
+@click.option("--no-auto-rollback", is_flag=True, help="Report a breach without rolling back.")
+@_store_option
+@_policy_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def check_cmd(no_auto_rollback: bool, store: str | None, policy: str | None, as_json: bool) -> None:
+    """Evaluate the current step; a breach rolls back (unless switched off) and exits 1. For cron."""
+    result = _controller(store, policy).check(
+        actor="replaygate canary check", auto_rollback=False if no_auto_rollback else None
+    )
+    if as_json:
+        out = _status_json(result.status)
+        out["rolled_back"] = result.rollback is not None and result.rollback.changed
+        click.echo(json.dumps(out, indent=2, default=str))
+    else:
+        _print_status(result.status)
+        if result.rollback is not None and result.rollback.changed:
+            click.echo(f"ROLLED BACK: {result.rollback.reason}")
+    if result.breached:
+        sys.exit(REFUSED)
+
+
+@canary.command("simulate")
+@click.option("--start", "decision_id", default=None, help="Start a canary of this signed decision first.")
+@click.option("--batches", default=30, show_default=True, help="Batches of requests (check/widen between).")
+@click.option("--batch-size", default=300, show_default=True, help="Requests per batch.")
+@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--plant-escalation", default=0.0, show_default=True, help="Add this to the candidate's escalation rate."
+)
+@click.option("--plant-error", default=0.0, show_default=True, help="Add this to the candidate's error rate.")
+@click.option("--plan", default=None, help="Plan for --start, e.g. 10,25,50,100.")
+@click.option("--min-count", default=None, type=int, help="Requests needed in each arm before a widen.")
+@click.option("--promote", is_flag=True, help="Promote when the last step is reached.")
+@_by_option
+@_store_option
+@_policy_option
+def simulate_cmd(
+    decision_id: str | None, batches: int, batch_size: int, seed: int, plant_escalation: float,
+    plant_error: float, plan: str | None, min_count: int | None, promote: bool, by: str, store: str | None,
+    policy: str | None,
+) -> None:  # fmt: skip
+    """Simulated live traffic through the canary (a fast synthetic agent writing real spans to the store)."""
+    from replaygate.canary import TrafficProfile, parse_plan, simulate_live_traffic
+
+    ctl = _controller(store, policy, min_count)
+    if decision_id:
+        try:
+            steps = parse_plan(plan) if plan else None
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        _report(ctl.start(decision_id, actor=by, reason="simulation", plan=steps))
+    if ctl.state().status != "canary":
+        raise click.UsageError(
+            "no canary is running: pass --start DECISION_ID (see `replaygate canary decisions`)"
+        )
+    candidate = TrafficProfile().planted(escalation_rate=plant_escalation, error_rate=plant_error)
+
+    def progress(batch: int, c: Any) -> None:
+        click.echo(f"batch {batch}: {c.state().label()}")
+
+    report = simulate_live_traffic(
+        ctl, candidate=candidate, batches=batches, batch_size=batch_size, seed=seed, promote=promote,
+        actor=f"{by} (simulation)", on_batch=progress,
+    )  # fmt: skip
+    for t in report.transitions:
+        click.echo(f"  {t.action}: {t.reason}")
+    click.echo(
+        f"{report.requests} requests ({report.candidate_requests} on the candidate) "
+        f"in {report.batches} batches; final state: {ctl.state().label()}"
+    )
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--users", type=click.Path(exists=True, dir_okay=False), default=None, help="Users YAML file.")
+@_policy_option
+@_store_option
+@click.option("--insecure-cookies", is_flag=True, help="Drop the cookie's Secure flag (local http only).")
+def serve_cmd(
+    host: str, port: int, users: str | None, policy: str | None, store: str | None, insecure_cookies: bool
+) -> None:
+    """Serve the release page (development server; run behind gunicorn for production)."""
+    from werkzeug.serving import run_simple
+
+    from replaygate.web import WebConfig, create_app, load_users
+
+    config = WebConfig(
+        store=store, policy=policy, users=load_users(users), secure_cookies=not insecure_cookies
+    )
+    app = create_app(config)
+    if not config.users:
+        click.echo(
+            "warning: no users configured (--users FILE or REPLAYGATE_USERS): nobody can log in", err=True
+        )
+    click.echo(f"replaygate release page: http://{host}:{port}/")
+    run_simple(host, port, app, threaded=True, use_reloader=False)
+
+
+@click.command("hash-password")
+@click.option("--password-stdin", is_flag=True, help="Read the password from stdin instead of a prompt.")
+def hash_password_cmd(password_stdin: bool) -> None:
+    """Print a werkzeug password hash for the users file of `replaygate serve`."""
+    from replaygate.web import hash_password
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass("password: ")
+        if getpass.getpass("again: ") != password:
+            raise click.UsageError("the two passwords differ")
+    if not password:
+        raise click.UsageError("an empty password is not allowed")
+    click.echo(hash_password(password))
+
 
 def register(group: click.Group) -> None:
     """Add this area's commands to the root group."""
+    group.add_command(canary)
+    group.add_command(serve_cmd)
+    group.add_command(hash_password_cmd)

@@ -1,0 +1,343 @@
+"""Canary routing: which configuration serves this request.
+
+A production agent asks, per request, which variant to run::
+
+    from replaygate.instrumentation import choose_variant, trace_agent
+
+    @trace_agent
+    def handle(message: str, user_id: str) -> str:
+        variant = choose_variant(user_id)          # sticky per user (or session) key
+        agent = agents[variant.name]               # "baseline" or "candidate"
+        return agent.respond(message)
+
+``choose_variant`` is sticky: the key and the rollout's salt are hashed (sha256) into 10,000 buckets and
+the candidate serves the buckets below ``share × 10,000``, so widening the canary keeps every key that was
+already in it. The chosen variant and its configuration id are recorded on the agent span
+(``replaygate.variant``, ``replaygate.config_id``) so live measures can be split by variant; call it
+inside the decorated entry point.
+
+The canary state is read from the replaygate store (the ``canary_state`` table of the SQLite file, stdlib
+``sqlite3``, read-only) or from the release page's JSON endpoint (``GET /api/canary`` with ETag), and
+refreshed every ``refresh_s`` seconds. Routing is safe: when the state cannot be read (missing file,
+closed port, bad JSON), the baseline is served and the failure is counted (``RoutingClient.stats()``).
+
+Environment variables:
+
+- ``REPLAYGATE_CANARY_SOURCE``: the store path (or ``sqlite:///path``) or the page's URL
+  (``http://host:8080/api/canary``); default: the store (``REPLAYGATE_STORE`` or
+  ``.replaygate/replaygate.db``).
+- ``REPLAYGATE_CANARY_REFRESH_S``: the refresh interval in seconds (default 5).
+
+Or configure explicitly: ``configure_routing("http://release:8080/api/canary", refresh_s=2)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "BUCKETS",
+    "RoutingClient",
+    "RoutingState",
+    "Variant",
+    "bucket",
+    "choose_variant",
+    "configure_routing",
+    "routing_client",
+    "variant_for",
+]
+
+_log = logging.getLogger("replaygate.routing")
+
+#: Number of hash buckets; the candidate serves buckets below ``share × BUCKETS``.
+BUCKETS = 10_000
+DEFAULT_REFRESH_S = 5.0
+DEFAULT_STORE = ".replaygate/replaygate.db"
+_SERVING_STATUSES = ("canary", "promoted")
+
+VariantName = Literal["baseline", "candidate"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The variant chosen for one request: ``name`` is ``baseline`` or ``candidate``."""
+
+    name: VariantName
+    config_id: str | None
+    rollout_id: str | None = None
+    bucket: int | None = None
+
+    @property
+    def is_candidate(self) -> bool:
+        """Whether the candidate configuration serves this request."""
+        return self.name == "candidate"
+
+
+@dataclass(frozen=True)
+class RoutingState:
+    """What a routing client needs of the canary state; ``share`` is the candidate's fraction (0..1)."""
+
+    status: str = "idle"
+    share: float = 0.0
+    salt: str = ""
+    baseline_config_id: str | None = None
+    candidate_config_id: str | None = None
+    rollout_id: str | None = None
+    version: int = 0
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> RoutingState:
+        """Build a state from the JSON endpoint's or the table's fields; raises ValueError when malformed."""
+        status = data.get("status", "idle")
+        if not isinstance(status, str):
+            raise ValueError(f"canary status must be a string, got {status!r}")
+        share = float(data.get("share", 0.0) or 0.0)
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"canary share must be within 0..1, got {share}")
+        salt = data.get("salt") or ""
+        if status in _SERVING_STATUSES and not salt:
+            raise ValueError("a serving canary state needs a salt")
+
+        def _opt(name: str) -> str | None:
+            value = data.get(name)
+            return None if value is None else str(value)
+
+        return cls(
+            status=status,
+            share=share,
+            salt=str(salt),
+            baseline_config_id=_opt("baseline_config_id"),
+            candidate_config_id=_opt("candidate_config_id"),
+            rollout_id=_opt("rollout_id"),
+            version=int(data.get("version", 0) or 0),
+        )
+
+
+BASELINE_ONLY = RoutingState()
+
+
+def bucket(salt: str, key: str) -> int:
+    """Return the key's bucket in ``0..BUCKETS-1`` for this rollout's salt (sha256, stable everywhere)."""
+    digest = hashlib.sha256(f"{salt}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % BUCKETS
+
+
+def variant_for(state: RoutingState, key: str) -> Variant:
+    """Choose the variant of ``key`` under ``state`` (pure: no I/O)."""
+    if state.status not in _SERVING_STATUSES or state.share <= 0.0:
+        return Variant("baseline", state.baseline_config_id, state.rollout_id)
+    b = bucket(state.salt, str(key))
+    if state.status == "promoted" or b < round(state.share * BUCKETS):
+        return Variant("candidate", state.candidate_config_id, state.rollout_id, b)
+    return Variant("baseline", state.baseline_config_id, state.rollout_id, b)
+
+
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+def _store_path(source: str) -> Path:
+    for prefix in ("sqlite:///", "sqlite://"):
+        if source.startswith(prefix):
+            return Path(source[len(prefix) :])
+    return Path(source)
+
+
+class RoutingClient:
+    """Reads the canary state from a store file or the page's URL, refreshed every ``refresh_s`` seconds.
+
+    Thread-safe. Any read failure serves the baseline until the next successful refresh; failures are
+    counted in :meth:`stats`.
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        refresh_s: float = DEFAULT_REFRESH_S,
+        timeout_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.source = os.fspath(source)
+        self.refresh_s = float(refresh_s)
+        self.timeout_s = float(timeout_s)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._state = BASELINE_ONLY
+        self._etag: str | None = None
+        self._next_refresh = float("-inf")
+        self._failures = 0
+        self._refreshes = 0
+        self._last_error: str | None = None
+
+    def state(self) -> RoutingState:
+        """Return the current state, refreshing it first when older than ``refresh_s``."""
+        with self._lock:
+            if self._clock() >= self._next_refresh:
+                self._refresh_locked()
+            return self._state
+
+    def refresh(self) -> RoutingState:
+        """Read the state now, whatever its age."""
+        with self._lock:
+            self._refresh_locked()
+            return self._state
+
+    def choose(self, key: str) -> Variant:
+        """Return the variant for ``key`` (sticky by key and rollout salt)."""
+        return variant_for(self.state(), key)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: refreshes, read failures, the last error, and the state in use."""
+        with self._lock:
+            return {
+                "source": self.source,
+                "refreshes": self._refreshes,
+                "failures": self._failures,
+                "last_error": self._last_error,
+                "status": self._state.status,
+                "share": self._state.share,
+                "version": self._state.version,
+            }
+
+    def _refresh_locked(self) -> None:
+        self._next_refresh = self._clock() + self.refresh_s
+        self._refreshes += 1
+        try:
+            self._state = self._read_url() if _is_url(self.source) else self._read_store()
+            self._last_error = None
+        except Exception as exc:  # any failure serves the baseline
+            self._failures += 1
+            if self._last_error is None:
+                _log.warning("replaygate routing: cannot read canary state from %s: %s", self.source, exc)
+            self._last_error = f"{type(exc).__name__}: {exc}"
+            self._state = BASELINE_ONLY
+            self._etag = None
+
+    def _read_url(self) -> RoutingState:
+        request = urllib.request.Request(self.source, headers={"Accept": "application/json"})
+        if self._etag is not None:
+            request.add_header("If-None-Match", self._etag)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                body = response.read()
+                etag = response.headers.get("ETag")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 304:
+                return self._state
+            raise
+        data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("the canary endpoint did not return a JSON object")
+        state = RoutingState.from_mapping(data)
+        self._etag = etag
+        return state
+
+    def _read_store(self) -> RoutingState:
+        path = _store_path(self.source)
+        if not path.is_file():
+            raise FileNotFoundError(f"no replaygate store at {path}")
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=self.timeout_s)
+        try:
+            conn.row_factory = sqlite3.Row
+            try:
+                row = conn.execute(
+                    "SELECT status, share, salt, baseline_config_id, candidate_config_id, rollout_id, "
+                    "version FROM canary_state WHERE id = 1"
+                ).fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return BASELINE_ONLY  # no canary was ever started in this store
+                raise
+        finally:
+            conn.close()
+        return BASELINE_ONLY if row is None else RoutingState.from_mapping(dict(row))
+
+
+_client_lock = threading.Lock()
+_client: RoutingClient | None = None
+
+
+def configure_routing(
+    source: str | os.PathLike[str] | None = None,
+    *,
+    refresh_s: float | None = None,
+    timeout_s: float = 2.0,
+) -> RoutingClient:
+    """Set the process-wide routing client used by :func:`choose_variant` and return it.
+
+    Args:
+        source: the store path (or ``sqlite:///`` URL) or the page's ``/api/canary`` URL; None reads
+            ``REPLAYGATE_CANARY_SOURCE``, then ``REPLAYGATE_STORE``, then ``.replaygate/replaygate.db``.
+        refresh_s: seconds between state reads; None reads ``REPLAYGATE_CANARY_REFRESH_S`` (default 5).
+        timeout_s: timeout of one read.
+    """
+    global _client
+    if source is None:
+        source = (
+            os.environ.get("REPLAYGATE_CANARY_SOURCE") or os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
+        )
+    if refresh_s is None:
+        try:
+            refresh_s = float(os.environ.get("REPLAYGATE_CANARY_REFRESH_S", DEFAULT_REFRESH_S))
+        except ValueError:
+            refresh_s = DEFAULT_REFRESH_S
+    client = RoutingClient(source, refresh_s=refresh_s, timeout_s=timeout_s)
+    with _client_lock:
+        _client = client
+    return client
+
+
+def routing_client() -> RoutingClient:
+    """Return the process-wide routing client, configuring it from the environment on first use."""
+    with _client_lock:
+        client = _client
+    return client if client is not None else configure_routing()
+
+
+def _annotate(variant: Variant) -> None:
+    from replaygate.instrumentation import _semconv
+
+    attributes: dict[str, str] = {_semconv.RG_VARIANT: variant.name}
+    if variant.config_id is not None:
+        attributes[_semconv.RG_CONFIG_ID] = variant.config_id
+    try:
+        import replaygate.instrumentation as package
+
+        annotate = getattr(package, "annotate_agent", None)
+        if callable(annotate) and annotate(attributes):
+            return  # set on the innermost agent span
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+        for name, value in attributes.items():
+            span.set_attribute(name, value)
+    except Exception:  # instrumentation faults never reach the agent
+        _log.debug("replaygate routing: could not annotate the agent span", exc_info=True)
+
+
+def choose_variant(key: str, *, annotate: bool = True) -> Variant:
+    """Return the variant serving ``key`` (a user or session id) and record it on the agent span.
+
+    Never raises on a state that cannot be read: the baseline is served instead.
+    """
+    try:
+        variant = routing_client().choose(str(key))
+    except Exception:  # defensive: routing must never break the agent
+        _log.warning("replaygate routing failed; serving the baseline", exc_info=True)
+        variant = Variant("baseline", None)
+    if annotate:
+        _annotate(variant)
+    return variant

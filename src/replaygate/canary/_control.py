@@ -1,0 +1,345 @@
+"""The canary controller: actions (start, widen, promote, rollback, check) over the store, with live measures.
+
+The controller is the I/O edge: it reads the state and audit log (:class:`CanaryStore`), the traces of the
+current step (the trace store), the signed decisions (the gate's decision store) and the gate policy's
+guardrails, and applies the pure state machine's transitions.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from replaygate.instrumentation._records import TraceRecord
+
+from replaygate.canary import _machine
+from replaygate.canary._errors import CanaryError
+from replaygate.canary._evidence import (
+    Evidence,
+    EvidenceSettings,
+    Limit,
+    evaluate_evidence,
+    tolerances_from_policy,
+)
+from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition
+from replaygate.canary._measures import (
+    LiveMeasures,
+    RequestSample,
+    SeriesPoint,
+    compute_live_measures,
+    failure_series,
+)
+from replaygate.canary._samples import groundedness_scores, sample_from_trace
+from replaygate.canary._store import CanaryStore
+
+__all__ = [
+    "CanaryController",
+    "CanarySettings",
+    "CanaryStatus",
+    "CheckResult",
+    "DecisionSource",
+    "TraceSource",
+    "decision_config_ids",
+]
+
+
+class TraceSource(Protocol):
+    """What the controller needs of the trace store."""
+
+    def list_traces(
+        self,
+        limit: int | None = 100,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        session_id: str | None = None,
+        variant: str | None = None,
+    ) -> list[TraceRecord]: ...
+
+
+class DecisionSource(Protocol):
+    """What the controller needs of the gate's decision store."""
+
+    def get(self, decision_id: str) -> Any: ...
+
+    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class CanarySettings:
+    """How the canary runs: plan, evidence rules, automatic rollback, sampling."""
+
+    plan: tuple[float, ...] = DEFAULT_PLAN
+    evidence: EvidenceSettings = field(default_factory=EvidenceSettings)
+    auto_rollback: bool = True
+    confidence: float = 0.95
+    groundedness_sample: int = 30
+    max_traces: int = 50_000
+
+
+@dataclass(frozen=True)
+class CanaryStatus:
+    """The current rollout with its live measures, evidence and failure-rate series."""
+
+    state: RolloutState
+    measures: LiveMeasures | None
+    evidence: Evidence | None
+    series: tuple[SeriesPoint, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What ``check`` found and did: the status and the rollback transition when a breach fired one."""
+
+    status: CanaryStatus
+    rollback: Transition | None
+
+    @property
+    def breached(self) -> bool:
+        """Whether a measure breached its tolerance."""
+        return self.status.evidence is not None and self.status.evidence.breached
+
+
+def _fingerprint_config_id(fingerprint: Any) -> str | None:
+    if not isinstance(fingerprint, dict):
+        return None
+    declared = fingerprint.get("declared_versions") or {}
+    value = declared.get("config_id") if isinstance(declared, dict) else None
+    value = value or fingerprint.get("agent_config_hash")
+    return None if value is None else str(value)
+
+
+def decision_config_ids(decision: Any) -> tuple[str | None, str | None]:
+    """Return (baseline, candidate) configuration ids of a signed decision."""
+    baseline = _fingerprint_config_id(getattr(decision, "baseline_fingerprint", None))
+    candidate = getattr(decision, "candidate_config_id", None) or _fingerprint_config_id(
+        getattr(decision, "candidate_fingerprint", None)
+    )
+    return baseline, candidate
+
+
+class CanaryController:
+    """Drives one store's canary: every action is audited; widen and promote need evidence."""
+
+    def __init__(
+        self,
+        store: CanaryStore,
+        traces: TraceSource | None = None,
+        decisions: DecisionSource | None = None,
+        *,
+        tolerances: dict[str, Limit] | None = None,
+        settings: CanarySettings | None = None,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.store = store
+        self.traces = traces
+        self.decisions = decisions
+        self.tolerances = tolerances if tolerances is not None else tolerances_from_policy(None)
+        self.settings = settings or CanarySettings()
+        self.clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        store: str | os.PathLike[str] | None = None,
+        *,
+        policy: str | os.PathLike[str] | None = None,
+        settings: CanarySettings | None = None,
+    ) -> CanaryController:
+        """Open the controller on a store path (None: ``REPLAYGATE_STORE``) with a gate policy file."""
+        from replaygate.instrumentation._store import TraceStore
+
+        canary = CanaryStore(store)
+        traces = TraceStore(canary.url)
+        decisions: DecisionSource | None
+        try:
+            from replaygate.gate import DecisionStore
+
+            decisions = DecisionStore(canary.url)
+        except ImportError:  # the gate's decision store is not installed: no decision can start a canary
+            decisions = None
+        tolerances = None
+        if policy is not None:
+            from replaygate.gate import load_policy
+
+            tolerances = tolerances_from_policy(load_policy(policy))
+        return cls(canary, traces, decisions, tolerances=tolerances, settings=settings)
+
+    # reading -----------------------------------------------------------------------------------------
+
+    def state(self) -> RolloutState:
+        """The current rollout."""
+        return self.store.load()
+
+    def _samples(self, since_ns: int | None, until_ns: int | None = None) -> tuple[list[TraceRecord], ...]:
+        if self.traces is None or since_ns is None:
+            return [], []
+        limit = self.settings.max_traces
+        base = self.traces.list_traces(limit=limit, since_ns=since_ns, until_ns=until_ns, variant="baseline")
+        cand = self.traces.list_traces(limit=limit, since_ns=since_ns, until_ns=until_ns, variant="candidate")
+        return base, cand
+
+    def status(self, state: RolloutState | None = None, *, series_bins: int = 0) -> CanaryStatus:
+        """The state, the current step's measures and evidence, and (``series_bins`` > 0) the series."""
+        state = state or self.state()
+        if state.status == "idle" or state.step_started_ns is None:
+            return CanaryStatus(state, None, None)
+        now = self.clock()
+        base_t, cand_t = self._samples(state.step_started_ns)
+        notes: list[str] = []
+        base = [sample_from_trace(r) for r in base_t]
+        cand = [sample_from_trace(r) for r in cand_t]
+        base, cand, note = groundedness_scores(base_t, base, cand_t, cand, self.settings.groundedness_sample)
+        if note:
+            notes.append(note)
+        measures = compute_live_measures(
+            base,
+            cand,
+            confidence=self.settings.confidence,
+            window_start_ns=state.step_started_ns,
+            window_end_ns=now,
+        )
+        evidence = evaluate_evidence(measures, self.tolerances, self.settings.evidence)
+        series = self._series(state, now, series_bins) if series_bins > 0 else []
+        return CanaryStatus(state, measures, evidence, tuple(series), tuple(notes) + evidence.notes)
+
+    def _series(self, state: RolloutState, now: int, bins: int) -> list[SeriesPoint]:
+        start = state.started_ns or state.step_started_ns
+        if start is None:
+            return []
+        base_t, cand_t = self._samples(start)
+        base: list[RequestSample] = [sample_from_trace(r) for r in base_t]
+        cand: list[RequestSample] = [sample_from_trace(r) for r in cand_t]
+        return failure_series(base, cand, start, now + 1, bins)
+
+    def audit(self, limit: int = 200) -> list[Any]:
+        """The audit log, newest first."""
+        return list(self.store.audit(limit))
+
+    def signed_decisions(self) -> list[Any]:
+        """Signed decisions that can start a canary (pass or pass-with-sign-off), newest first as stored."""
+        if self.decisions is None:
+            return []
+        return list(self.decisions.list_decisions(outcomes=list(_machine.SIGNED_OUTCOMES)))
+
+    # actions -----------------------------------------------------------------------------------------
+
+    def start(
+        self,
+        decision_id: str,
+        *,
+        actor: str,
+        reason: str = "",
+        plan: Sequence[float] | None = None,
+        auto_rollback: bool | None = None,
+        salt: str | None = None,
+    ) -> Transition:
+        """Start a canary of the candidate of a signed decision (``salt``: random unless given, for tests)."""
+        if self.decisions is None:
+            raise CanaryError(
+                "no decision store: sign a gate decision first (replaygate sign REPORT ...), then start"
+            )
+        decision = self.decisions.get(decision_id)
+        if decision is None:
+            raise CanaryError(
+                f"signed decision {decision_id!r} not found in {self.store.url}; "
+                "list the signed decisions with `replaygate canary decisions`"
+            )
+        baseline_id, candidate_id = decision_config_ids(decision)
+        rollout_id = uuid.uuid4().hex[:12]
+        salt = salt or secrets.token_hex(8)
+        chosen_plan = tuple(plan) if plan is not None else self.settings.plan
+        auto = self.settings.auto_rollback if auto_rollback is None else auto_rollback
+        outcome = str(getattr(decision, "outcome", ""))
+
+        def decide(state: RolloutState) -> Transition:
+            return _machine.start(
+                state,
+                rollout_id=rollout_id,
+                decision_id=decision_id,
+                decision_outcome=outcome,
+                baseline_config_id=baseline_id,
+                candidate_config_id=candidate_id,
+                salt=salt,
+                now_ns=self.clock(),
+                plan=chosen_plan,
+                auto_rollback=auto,
+                reason=reason,
+            )
+
+        return self.store.apply(
+            decide, actor=actor, details={"decision_id": decision_id, "plan": chosen_plan}
+        )
+
+    def widen(self, *, actor: str, reason: str = "") -> Transition:
+        """Widen to the plan's next step when the current step's evidence holds (else refused, audited)."""
+        seen = self.state()
+        evidence = self.status(seen).evidence
+
+        def decide(state: RolloutState) -> Transition:
+            ok, why = self._evidence_for(state, seen, evidence)
+            return _machine.widen(
+                state, now_ns=self.clock(), evidence_ok=ok, evidence_reason=why, reason=reason
+            )
+
+        return self.store.apply(decide, actor=actor, details=_details(evidence))
+
+    def promote(self, *, actor: str, reason: str = "") -> Transition:
+        """Promote the candidate to all traffic (idempotent; from an early step only on evidence)."""
+        seen = self.state()
+        evidence = self.status(seen).evidence if seen.status == "canary" and not seen.at_final_step else None
+
+        def decide(state: RolloutState) -> Transition:
+            ok, why = self._evidence_for(state, seen, evidence)
+            return _machine.promote(
+                state, now_ns=self.clock(), evidence_ok=ok, evidence_reason=why, reason=reason
+            )
+
+        return self.store.apply(decide, actor=actor, details=_details(evidence))
+
+    def rollback(self, *, actor: str, reason: str) -> Transition:
+        """Send all traffic back to the baseline (idempotent, always allowed, audited)."""
+        return self.store.apply(
+            lambda state: _machine.rollback(state, now_ns=self.clock(), reason=reason), actor=actor
+        )
+
+    def check(self, *, actor: str = "replaygate check", auto_rollback: bool | None = None) -> CheckResult:
+        """Evaluate the current step; on a breach, roll back when automatic rollback is on."""
+        status = self.status()
+        state = status.state
+        auto = state.auto_rollback if auto_rollback is None else auto_rollback
+        if state.status != "canary" or status.evidence is None or not status.evidence.breached or not auto:
+            return CheckResult(status, None)
+        why = "automatic rollback: " + "; ".join(status.evidence.breaches)
+        version = state.version
+
+        def decide(current: RolloutState) -> Transition:
+            if current.version != version:  # someone acted meanwhile: do not roll back on stale evidence
+                return Transition("rollback", current, current, "refused", "state changed during the check")
+            return _machine.rollback(current, now_ns=self.clock(), reason=why)
+
+        transition = self.store.apply(decide, actor=actor, details=_details(status.evidence))
+        return CheckResult(status, transition)
+
+    def _evidence_for(
+        self, state: RolloutState, seen: RolloutState, evidence: Evidence | None
+    ) -> tuple[bool, str]:
+        if state.version != seen.version:
+            return (
+                False,
+                "the canary changed while the evidence was read (another action); look again and retry",
+            )
+        if evidence is None:
+            return False, "no evidence yet"
+        return evidence.can_widen, evidence.reason
+
+
+def _details(evidence: Evidence | None) -> dict[str, Any]:
+    if evidence is None:
+        return {}
+    return {"missing": list(evidence.missing), "breaches": list(evidence.breaches)}

@@ -1,0 +1,186 @@
+"""Evidence for widening and breaches for rolling back (pure: no I/O).
+
+Tolerances are the gate policy's guardrails (``cost``, ``latency_p50``, ``latency_p95``,
+``escalation_rate``, ``empty_rate``, ``error_rate``; each relative or absolute); the measures the gate
+policy does not cover (negative-feedback rate, sampled groundedness) use :data:`EXTRA_TOLERANCES`.
+
+- **Widen** needs at least ``min_count`` requests in both arms of the current step and no measure whose
+  candidate-minus-baseline difference is worse than its tolerance (point estimate).
+- **Breach** (automatic rollback): a measure worse than its tolerance whose difference is also
+  significant at ``rollback_alpha`` (stricter than the gate's alpha, because a live canary is looked at
+  again and again), with at least ``min_breach_count`` requests in both arms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from replaygate.canary._measures import LiveMeasures, MeasureDiff
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "EXTRA_TOLERANCES",
+    "Evidence",
+    "EvidenceSettings",
+    "Limit",
+    "evaluate_evidence",
+    "tolerances_from_policy",
+]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """How much a measure may worsen: ``relative`` (0.2 = 20% of the baseline) or ``absolute``."""
+
+    mode: Literal["relative", "absolute"]
+    value: float
+
+    def allowed(self, baseline: float) -> float:
+        """The allowed worsening for this baseline value."""
+        return self.value * abs(baseline) if self.mode == "relative" else self.value
+
+    def describe(self) -> str:
+        """``+20%`` or ``+0.05``."""
+        return f"{self.value:.0%} relative" if self.mode == "relative" else f"{self.value:g} absolute"
+
+
+#: Tolerances of measures the gate policy does not hold.
+EXTRA_TOLERANCES: dict[str, Limit] = {
+    "negative_feedback_rate": Limit("absolute", 0.05),
+    "groundedness": Limit("absolute", 0.10),
+}
+#: Used when no gate policy is given (the gate policy's own defaults).
+DEFAULT_TOLERANCES: dict[str, Limit] = {
+    "cost_per_request": Limit("relative", 0.10),
+    "latency_p50": Limit("relative", 0.20),
+    "latency_p95": Limit("relative", 0.25),
+    "escalation_rate": Limit("absolute", 0.05),
+    "empty_rate": Limit("absolute", 0.02),
+    "error_rate": Limit("absolute", 0.02),
+    **EXTRA_TOLERANCES,
+}
+_POLICY_NAMES = {
+    "cost": "cost_per_request",
+    "latency_p50": "latency_p50",
+    "latency_p95": "latency_p95",
+    "escalation_rate": "escalation_rate",
+    "empty_rate": "empty_rate",
+    "error_rate": "error_rate",
+}
+
+
+def tolerances_from_policy(policy: Any) -> dict[str, Limit]:
+    """Read the guardrail tolerances of a gate policy (``replaygate.gate.Policy`` or a mapping).
+
+    A guardrail the policy switches off (``null``) is not checked live either.
+    """
+    if policy is None:
+        return dict(DEFAULT_TOLERANCES)
+    guardrails = (
+        policy.get("guardrails") if isinstance(policy, Mapping) else getattr(policy, "guardrails", None)
+    )
+    out: dict[str, Limit] = dict(EXTRA_TOLERANCES)
+    for policy_name, name in _POLICY_NAMES.items():
+        if guardrails is None:
+            out[name] = DEFAULT_TOLERANCES[name]
+            continue
+        tol = (
+            guardrails.get(policy_name)
+            if isinstance(guardrails, Mapping)
+            else getattr(guardrails, policy_name)
+        )
+        if tol is None:
+            continue
+        if isinstance(tol, Mapping):
+            if tol.get("relative") is not None:
+                out[name] = Limit("relative", float(tol["relative"]))
+            elif tol.get("absolute") is not None:
+                out[name] = Limit("absolute", float(tol["absolute"]))
+            continue
+        out[name] = Limit("relative" if tol.kind == "relative" else "absolute", float(tol.value))
+    return out
+
+
+@dataclass(frozen=True)
+class EvidenceSettings:
+    """Knobs of the widen and rollback rules."""
+
+    min_count: int = 50
+    min_breach_count: int = 50
+    rollback_alpha: float = 0.01
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Whether the current step may be widened (and why not), and any breach that calls for rollback."""
+
+    can_widen: bool
+    missing: tuple[str, ...]
+    breaches: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        """One line: what is missing for a widen, or that the evidence holds."""
+        if self.can_widen:
+            return "evidence holds: enough requests in both arms and every measure within tolerance"
+        return "; ".join(self.missing)
+
+    @property
+    def breached(self) -> bool:
+        """Whether a measure is significantly worse than its tolerance."""
+        return bool(self.breaches)
+
+
+def _fmt(name: str, value: float) -> str:
+    if name.endswith("_rate"):
+        return f"{value * 100:+.1f} points"
+    if name.startswith("latency"):
+        return f"{value:+.3f} s"
+    return f"{value:+.4g}"
+
+
+def _worse_than_tolerance(d: MeasureDiff, limit: Limit) -> float | None:
+    """Return the allowed worsening when ``d`` is worse than it, else None."""
+    worsening = d.worsening
+    if worsening is None or d.baseline is None:
+        return None
+    allowed = limit.allowed(d.baseline)
+    return allowed if worsening > allowed + 1e-12 else None
+
+
+def evaluate_evidence(
+    measures: LiveMeasures, tolerances: Mapping[str, Limit], settings: EvidenceSettings = EvidenceSettings()
+) -> Evidence:
+    """Decide whether the evidence allows a widen and whether any measure breaches its tolerance."""
+    missing: list[str] = []
+    breaches: list[str] = []
+    notes: list[str] = []
+    nb, nc = measures.baseline.n, measures.candidate.n
+    if nb < settings.min_count or nc < settings.min_count:
+        missing.append(
+            f"not enough traffic yet: {nc} candidate and {nb} baseline requests in this step "
+            f"(need {settings.min_count} in each)"
+        )
+    for d in measures.diffs:
+        limit = tolerances.get(d.name)
+        if limit is None:
+            continue
+        if d.delta is None:
+            if nb and nc:
+                notes.append(f"{d.label}: no data in one arm, not checked")
+            continue
+        allowed = _worse_than_tolerance(d, limit)
+        if allowed is None:
+            continue
+        worsening = d.worsening or 0.0
+        text = f"{d.label} is worse by {_fmt(d.name, worsening)} (tolerance {limit.describe()})"
+        missing.append(text)
+        enough = min(nb, nc) >= settings.min_breach_count
+        if enough and d.p_value is not None and d.p_value < settings.rollback_alpha:
+            breaches.append(f"{text}, p = {d.p_value:.2g} < {settings.rollback_alpha:g}")
+    if measures.candidate.cost_unknown:
+        notes.append(f"cost unknown for {measures.candidate.cost_unknown} candidate requests (unknown price)")
+    return Evidence(not missing, tuple(missing), tuple(breaches), tuple(notes))

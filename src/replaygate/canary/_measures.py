@@ -1,0 +1,335 @@
+"""Live measures of the two canary arms and their differences (pure: no I/O).
+
+Each request becomes a :class:`RequestSample` (from its trace); each arm's samples give an
+:class:`ArmMeasures`; each measure's candidate-minus-baseline difference is a :class:`MeasureDiff` with an
+interval and a test fit for it: rates (error, empty answer, escalation, negative feedback) with the
+two-proportion Newcombe interval and z-test; latency p50/p95, cost per request and sampled groundedness
+with a percentile-bootstrap interval (fixed seed) and the Mann-Whitney U test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.stats import fisher_exact
+
+from replaygate.stats import mann_whitney, two_proportion_diff
+
+__all__ = [
+    "MEASURES",
+    "ArmMeasures",
+    "LiveMeasures",
+    "MeasureDiff",
+    "RequestSample",
+    "SeriesPoint",
+    "arm_measures",
+    "compute_live_measures",
+    "failure_series",
+]
+
+MeasureKind = Literal["rate", "latency", "cost", "score"]
+
+#: Every live measure: name → (kind, higher is worse, label).
+MEASURES: dict[str, tuple[MeasureKind, bool, str]] = {
+    "error_rate": ("rate", True, "error rate"),
+    "empty_rate": ("rate", True, "empty-answer rate"),
+    "escalation_rate": ("rate", True, "escalation rate"),
+    "negative_feedback_rate": ("rate", True, "negative-feedback rate"),
+    "latency_p50": ("latency", True, "latency p50 (s)"),
+    "latency_p95": ("latency", True, "latency p95 (s)"),
+    "cost_per_request": ("cost", True, "cost per request (USD)"),
+    "groundedness": ("score", False, "groundedness (sampled, offline judge)"),
+}
+_RATE_FLAGS = {
+    "error_rate": "error",
+    "empty_rate": "empty",
+    "escalation_rate": "escalated",
+    "negative_feedback_rate": "negative_feedback",
+}
+
+
+@dataclass(frozen=True)
+class RequestSample:
+    """One served request as the live measures see it."""
+
+    start_ns: int
+    error: bool
+    empty: bool
+    escalated: bool
+    negative_feedback: bool
+    latency_s: float
+    cost_usd: float | None
+    groundedness: float | None = None
+
+
+@dataclass(frozen=True)
+class ArmMeasures:
+    """The measures of one arm; rates and quantiles are None when the arm has no request."""
+
+    n: int
+    counts: dict[str, int]
+    rates: dict[str, float | None]
+    latency_p50: float | None
+    latency_p95: float | None
+    cost_per_request: float | None
+    cost_unknown: int
+    groundedness: float | None
+    groundedness_n: int
+
+    def value(self, name: str) -> float | None:
+        """Return one measure by name (see :data:`MEASURES`)."""
+        if name in self.rates:
+            return self.rates[name]
+        value: float | None = getattr(self, name)
+        return value
+
+
+@dataclass(frozen=True)
+class MeasureDiff:
+    """Candidate minus baseline for one measure, with its interval and test."""
+
+    name: str
+    label: str
+    kind: MeasureKind
+    higher_is_worse: bool
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    test: str
+
+    @property
+    def worsening(self) -> float | None:
+        """How much worse the candidate is (positive = worse), or None when unknown."""
+        if self.delta is None:
+            return None
+        return self.delta if self.higher_is_worse else -self.delta
+
+
+@dataclass(frozen=True)
+class LiveMeasures:
+    """Both arms' measures over a window, and each candidate-vs-baseline difference."""
+
+    window_start_ns: int | None
+    window_end_ns: int | None
+    baseline: ArmMeasures
+    candidate: ArmMeasures
+    diffs: tuple[MeasureDiff, ...]
+
+    def diff(self, name: str) -> MeasureDiff:
+        """Return the difference of one measure by name."""
+        for d in self.diffs:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One time bin of the failure-rate series (error, empty answer or escalation) per arm."""
+
+    start_ns: int
+    baseline_n: int
+    baseline_rate: float | None
+    candidate_n: int
+    candidate_rate: float | None
+
+
+def _rate_p_value(xb: int, nb: int, xc: int, nc: int, z_p: float) -> tuple[float, str]:
+    """The z-test's p, or Fisher's exact p when an expected cell count is below 5 (rare events)."""
+    pooled = (xb + xc) / (nb + nc)
+    expected = min(nb * pooled, nc * pooled, nb * (1 - pooled), nc * (1 - pooled))
+    if expected >= 5:
+        return z_p, "two proportions (Newcombe interval, z-test)"
+    _, p = fisher_exact([[xc, nc - xc], [xb, nb - xb]], alternative="two-sided")
+    return float(p), "two proportions (Newcombe interval, Fisher exact test)"
+
+
+def _quantile(values: Sequence[float], q: float) -> float | None:
+    return float(np.quantile(np.asarray(values, float), q)) if values else None
+
+
+def arm_measures(samples: Sequence[RequestSample]) -> ArmMeasures:
+    """Aggregate one arm's samples."""
+    n = len(samples)
+    counts = {name: sum(1 for s in samples if getattr(s, flag)) for name, flag in _RATE_FLAGS.items()}
+    rates: dict[str, float | None] = {name: (c / n if n else None) for name, c in counts.items()}
+    latencies = [s.latency_s for s in samples]
+    costs = [s.cost_usd for s in samples]
+    known = [c for c in costs if c is not None]
+    unknown = len(costs) - len(known)
+    scores = [s.groundedness for s in samples if s.groundedness is not None]
+    return ArmMeasures(
+        n=n,
+        counts=counts,
+        rates=rates,
+        latency_p50=_quantile(latencies, 0.5),
+        latency_p95=_quantile(latencies, 0.95),
+        # an unknown price is never 0: one unknown makes the mean unknown
+        cost_per_request=(sum(known) / len(known)) if known and not unknown else None,
+        cost_unknown=unknown,
+        groundedness=(sum(scores) / len(scores)) if scores else None,
+        groundedness_n=len(scores),
+    )
+
+
+def _bootstrap(
+    base: Sequence[float],
+    head: Sequence[float],
+    stat: Callable[[np.ndarray], np.ndarray],
+    confidence: float,
+    seed: int,
+    n_resamples: int = 1000,
+) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    b = np.asarray(base, float)
+    h = np.asarray(head, float)
+    # bound memory on large arms: fewer resamples, never fewer than 200
+    n_resamples = min(n_resamples, max(200, 2_000_000 // max(len(b), len(h))))
+    bi = rng.integers(0, len(b), size=(n_resamples, len(b)), dtype=np.int32)
+    hi = rng.integers(0, len(h), size=(n_resamples, len(h)), dtype=np.int32)
+    deltas = stat(h[hi]) - stat(b[bi])
+    alpha = 1 - confidence
+    low, high = np.quantile(deltas, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def _continuous_diff(
+    name: str,
+    base: Sequence[float],
+    head: Sequence[float],
+    base_value: float | None,
+    head_value: float | None,
+    stat: Callable[[np.ndarray], np.ndarray],
+    confidence: float,
+    seed: int,
+) -> MeasureDiff:
+    kind, worse, label = MEASURES[name]
+    if not base or not head or base_value is None or head_value is None:
+        return MeasureDiff(
+            name, label, kind, worse, base_value, head_value, None, None, None, None, "no data"
+        )
+    low, high = _bootstrap(base, head, stat, confidence, seed)
+    test = mann_whitney(base, head)
+    return MeasureDiff(
+        name,
+        label,
+        kind,
+        worse,
+        base_value,
+        head_value,
+        head_value - base_value,
+        low,
+        high,
+        test.p_value,
+        "Mann-Whitney U; bootstrap interval",
+    )
+
+
+def compute_live_measures(
+    baseline: Sequence[RequestSample],
+    candidate: Sequence[RequestSample],
+    *,
+    confidence: float = 0.95,
+    seed: int = 0,
+    window_start_ns: int | None = None,
+    window_end_ns: int | None = None,
+) -> LiveMeasures:
+    """Measure both arms and each candidate-minus-baseline difference with an interval and a test."""
+    b, c = arm_measures(baseline), arm_measures(candidate)
+    diffs: list[MeasureDiff] = []
+    for name in _RATE_FLAGS:
+        kind, worse, label = MEASURES[name]
+        if b.n == 0 or c.n == 0:
+            diffs.append(
+                MeasureDiff(
+                    name, label, kind, worse, b.rates[name], c.rates[name], None, None, None, None, "no data"
+                )
+            )
+            continue
+        pd = two_proportion_diff(b.counts[name], b.n, c.counts[name], c.n, confidence)
+        p_value, test = _rate_p_value(b.counts[name], b.n, c.counts[name], c.n, pd.p_value)
+        diffs.append(
+            MeasureDiff(
+                name,
+                label,
+                kind,
+                worse,
+                b.rates[name],
+                c.rates[name],
+                pd.delta,
+                pd.low,
+                pd.high,
+                p_value,
+                test,
+            )
+        )
+
+    def q(p: float) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda m: np.quantile(m, p, axis=1)
+
+    def mean(m: np.ndarray) -> np.ndarray:
+        return np.asarray(m.mean(axis=1))
+
+    bl = [s.latency_s for s in baseline]
+    cl = [s.latency_s for s in candidate]
+    diffs.append(
+        _continuous_diff("latency_p50", bl, cl, b.latency_p50, c.latency_p50, q(0.5), confidence, seed)
+    )
+    diffs.append(
+        _continuous_diff("latency_p95", bl, cl, b.latency_p95, c.latency_p95, q(0.95), confidence, seed + 1)
+    )
+    bc = [s.cost_usd for s in baseline if s.cost_usd is not None]
+    cc = [s.cost_usd for s in candidate if s.cost_usd is not None]
+    diffs.append(
+        _continuous_diff(
+            "cost_per_request", bc, cc, b.cost_per_request, c.cost_per_request, mean, confidence, seed + 2
+        )
+    )
+    bg = [s.groundedness for s in baseline if s.groundedness is not None]
+    cg = [s.groundedness for s in candidate if s.groundedness is not None]
+    diffs.append(
+        _continuous_diff("groundedness", bg, cg, b.groundedness, c.groundedness, mean, confidence, seed + 3)
+    )
+    return LiveMeasures(window_start_ns, window_end_ns, b, c, tuple(diffs))
+
+
+def failure_series(
+    baseline: Sequence[RequestSample],
+    candidate: Sequence[RequestSample],
+    start_ns: int,
+    end_ns: int,
+    bins: int = 12,
+) -> list[SeriesPoint]:
+    """Bin both arms over ``[start_ns, end_ns)``: the share of failed requests (error, empty, escalated)."""
+    bins = max(1, bins)
+    width = max(1, (end_ns - start_ns) // bins + 1)
+
+    def tally(samples: Sequence[RequestSample]) -> tuple[list[int], list[int]]:
+        n = [0] * bins
+        bad = [0] * bins
+        for s in samples:
+            if not start_ns <= s.start_ns < start_ns + width * bins:
+                continue
+            i = min(bins - 1, (s.start_ns - start_ns) // width)
+            n[i] += 1
+            bad[i] += int(s.error or s.empty or s.escalated)
+        return n, bad
+
+    bn, bb = tally(baseline)
+    cn, cb = tally(candidate)
+    return [
+        SeriesPoint(
+            start_ns + i * width,
+            bn[i],
+            bb[i] / bn[i] if bn[i] else None,
+            cn[i],
+            cb[i] / cn[i] if cn[i] else None,
+        )
+        for i in range(bins)
+    ]

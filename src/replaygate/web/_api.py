@@ -1,0 +1,108 @@
+"""The JSON API: ``GET /api/canary`` for routing clients (ETag), ``POST /api/canary`` for scripts (token).
+
+``POST`` takes ``{"action": "start"|"widen"|"promote"|"rollback"|"check", "actor": ..., "reason": ...,
+"decision_id": ... (start)}`` with ``Authorization: Bearer $REPLAYGATE_API_TOKEN``; writes are off when no
+token is configured.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from flask import Blueprint, jsonify, request
+from werkzeug.wrappers import Response
+
+from replaygate.canary import CanaryError, RolloutState, Transition, parse_plan
+from replaygate.web._app import controller, web_config
+
+__all__ = ["bp", "state_json"]
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+def state_json(state: RolloutState) -> dict[str, Any]:
+    """The routing fields (status, share, salt, config ids, version) plus the plan and step."""
+    return {
+        "status": state.status,
+        "share": state.share,
+        "salt": state.salt,
+        "baseline_config_id": state.baseline_config_id,
+        "candidate_config_id": state.candidate_config_id,
+        "rollout_id": state.rollout_id,
+        "decision_id": state.decision_id,
+        "version": state.version,
+        "step_index": state.step_index,
+        "plan": list(state.plan),
+        "updated_ns": state.updated_ns,
+        "label": state.label(),
+    }
+
+
+def _transition_json(t: Transition) -> dict[str, Any]:
+    return {"action": t.action, "outcome": t.outcome, "reason": t.reason, "state": state_json(t.after)}
+
+
+def _error(status: int, message: str) -> Response:
+    response = jsonify({"error": message})
+    response.status_code = status
+    return response
+
+
+@bp.route("/canary", methods=["GET"])
+def canary_state() -> Response:
+    """The current canary state for routing clients; answers 304 to a matching ``If-None-Match``."""
+    state = controller().state()
+    response = jsonify(state_json(state))
+    response.set_etag(f"{state.rollout_id or 'none'}-{state.version}")
+    response.headers["Cache-Control"] = "no-cache"
+    return response.make_conditional(request)
+
+
+@bp.route("/canary", methods=["POST"])
+def canary_action() -> Response:
+    """Apply one action with a bearer token (audited with the given actor)."""
+    token = web_config().api_token
+    if not token:
+        return _error(403, "API writes are off: set REPLAYGATE_API_TOKEN on the server")
+    header = request.headers.get("Authorization", "")
+    given = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+    if not given or not hmac.compare_digest(given.encode(), token.encode()):
+        return _error(401, "missing or wrong bearer token")
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return _error(400, 'send a JSON object like {"action": "rollback", "actor": "ops", "reason": "..."}')
+    action = body.get("action")
+    actor = f"api:{str(body.get('actor') or 'token')[:100]}"
+    reason = str(body.get("reason") or "")
+    ctl = controller()
+    try:
+        if action == "rollback":
+            t = ctl.rollback(actor=actor, reason=reason or "rolled back through the API")
+        elif action == "widen":
+            t = ctl.widen(actor=actor, reason=reason)
+        elif action == "promote":
+            t = ctl.promote(actor=actor, reason=reason)
+        elif action == "start":
+            plan = parse_plan(str(body["plan"])) if body.get("plan") else None
+            t = ctl.start(str(body.get("decision_id") or ""), actor=actor, reason=reason, plan=plan)
+        elif action == "check":
+            result = ctl.check(actor=actor)
+            payload: dict[str, Any] = {
+                "action": "check",
+                "breached": result.breached,
+                "rolled_back": result.rollback is not None and result.rollback.changed,
+                "state": state_json(ctl.state()),
+            }
+            if result.status.evidence is not None:
+                payload["can_widen"] = result.status.evidence.can_widen
+                payload["reason"] = result.status.evidence.reason
+                payload["breaches"] = list(result.status.evidence.breaches)
+            return jsonify(payload)
+        else:
+            return _error(400, f"unknown action {action!r}: use start, widen, promote, rollback or check")
+    except (CanaryError, ValueError) as exc:
+        return _error(409, str(exc))
+    response = jsonify(_transition_json(t))
+    response.status_code = 409 if t.outcome == "refused" else 200
+    return response

@@ -1,0 +1,27 @@
+"""Live measures of the current step, side by side with intervals and tests."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+
+from replaygate.web._app import controller, login_required
+from replaygate.web._svg import series_svg
+
+__all__ = ["bp"]
+
+bp = Blueprint("measures", __name__)
+
+
+@bp.route("/measures")
+@login_required
+def measures() -> str:
+    """The measures page (the same table as the rollout page, with the series)."""
+    ctl = controller()
+    status = ctl.status(series_bins=24)
+    return render_template(
+        "measures.html",
+        status=status,
+        state=status.state,
+        series=series_svg(status.series),
+        tolerances=ctl.tolerances,
+    )

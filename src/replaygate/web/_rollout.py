@@ -1,0 +1,106 @@
+"""The current rollout and its buttons: start (a signed decision), widen, promote, rollback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from replaygate.canary import CanaryError, Transition, parse_plan
+from replaygate.web._app import controller, current_user, login_required, releaser_required, web_config
+from replaygate.web._svg import series_svg
+
+__all__ = ["bp", "decision_for"]
+
+bp = Blueprint("rollout", __name__)
+
+
+def decision_for(decision_id: str | None) -> Any:
+    """The signed decision of a rollout, or None when unknown (or no decision store)."""
+    ctl = controller()
+    if decision_id is None or ctl.decisions is None:
+        return None
+    try:
+        return ctl.decisions.get(decision_id)
+    except Exception:
+        return None
+
+
+def _flash(t: Transition) -> None:
+    if t.outcome == "applied":
+        flash(f"{t.action}: {t.reason} — now {t.after.label()}.", "ok")
+    elif t.outcome == "noop":
+        flash(f"{t.action}: nothing to do ({t.reason}).", "info")
+    else:
+        flash(f"{t.action} refused: {t.reason}", "error")
+
+
+def _actor() -> str:
+    user = current_user()
+    assert user is not None
+    return user.name
+
+
+@bp.route("/")
+@login_required
+def index() -> str:
+    """The rollout page: state, shares, decision and fingerprints, measures, series, buttons."""
+    ctl = controller()
+    if web_config().auto_check:
+        result = ctl.check(actor="release page (automatic check)")
+        if result.rollback is not None and result.rollback.changed:
+            flash(f"Automatic rollback: {result.rollback.reason}", "error")
+    status = ctl.status(series_bins=12)
+    return render_template(
+        "index.html",
+        status=status,
+        state=status.state,
+        decision=decision_for(status.state.decision_id),
+        decisions=ctl.signed_decisions(),
+        series=series_svg(status.series),
+        tolerances=ctl.tolerances,
+        audit=ctl.audit(limit=5),
+        default_plan=",".join(f"{p * 100:g}" for p in ctl.settings.plan),
+    )
+
+
+@bp.route("/rollout/start", methods=["POST"])
+@releaser_required
+def start() -> Response:
+    """Start a canary of a signed decision's candidate."""
+    decision_id = request.form.get("decision_id", "").strip()
+    reason = request.form.get("reason", "").strip()
+    try:
+        plan = parse_plan(request.form.get("plan", "")) if request.form.get("plan", "").strip() else None
+        if not decision_id:
+            raise CanaryError("pick a signed decision to start a canary")
+        _flash(controller().start(decision_id, actor=_actor(), reason=reason, plan=plan))
+    except (CanaryError, ValueError) as exc:
+        flash(f"start refused: {exc}", "error")
+    return redirect(url_for("rollout.index"))
+
+
+@bp.route("/rollout/widen", methods=["POST"])
+@releaser_required
+def widen() -> Response:
+    """Widen to the next step (refused with the reason until the evidence holds)."""
+    _flash(controller().widen(actor=_actor(), reason=request.form.get("reason", "").strip()))
+    return redirect(url_for("rollout.index"))
+
+
+@bp.route("/rollout/promote", methods=["POST"])
+@releaser_required
+def promote() -> Response:
+    """Promote the candidate to all traffic."""
+    _flash(controller().promote(actor=_actor(), reason=request.form.get("reason", "").strip()))
+    return redirect(url_for("rollout.index"))
+
+
+@bp.route("/rollout/rollback", methods=["POST"])
+@releaser_required
+def rollback() -> Response:
+    """Roll back to the baseline: one action, idempotent, audited with the reason."""
+    reason = request.form.get("reason", "").strip() or "rolled back from the release page"
+    _flash(controller().rollback(actor=_actor(), reason=reason))
+    return redirect(url_for("rollout.index"))
