@@ -207,3 +207,14 @@ def test_quarantine_needs_owner_until_reason() -> None:
         parse_scenario(text, "q.yaml")
     assert "status.quarantined.owner" in str(info.value)
     assert "status.quarantined.until" in str(info.value)
+
+
+def test_yaml_aliases_are_refused_quickly() -> None:
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+    )
+    text = FULL.replace(
+        "context: {user_id: u-17, order_id: ORD-10042}", "context:\n  " + bomb.replace("\n", "\n  ")
+    )
+    with pytest.raises(ScenarioError, match="anchors and aliases"):
+        parse_scenario(text, "bomb.yaml")

@@ -52,9 +52,16 @@ class _Marks:
         self.nodes: dict[_Path, yaml.Node] = {}
         self.keys: dict[_Path, yaml.Node] = {}
         self.duplicates: list[tuple[str, int]] = []
+        self.aliases: list[int] = []
+        self._seen: set[int] = set()
 
     def walk(self, node: yaml.Node, path: _Path = (), depth: int = 0) -> None:
         self.nodes[path] = node
+        if isinstance(node, yaml.CollectionNode):
+            if id(node) in self._seen:  # an alias (*name) to a collection seen before
+                self.aliases.append(node.start_mark.line + 1)
+                return
+            self._seen.add(id(node))
         if depth > 50:
             return
         if isinstance(node, yaml.MappingNode):
@@ -137,6 +144,11 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
         )
     marks = _Marks()
     marks.walk(node)
+    if marks.aliases:
+        raise ScenarioError(
+            f"{source}:{marks.aliases[0]}: YAML anchors and aliases (&name, *name) are not allowed in "
+            "scenarios; write the value out"
+        )
     if marks.duplicates:
         key, line = marks.duplicates[0]
         raise ScenarioError(f"{source}:{line}: key {key!r} appears twice; keep one")
