@@ -283,3 +283,36 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="run_suite_async"):
         asyncio.run(inside())
     assert callable(run_suite_async)
+
+
+def test_hung_sync_calls_do_not_starve_later_attempts(tmp_path: Path) -> None:
+    release = threading.Event()
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        if context.get("hang"):
+            release.wait(5)
+        return "good"
+
+    scenarios = [scenario("a-hang", context={"hang": True})] + [scenario(f"b-{i}") for i in range(4)]
+    try:
+        result = run(scenarios, target, tmp_path, concurrency=2, timeout_s=0.3)
+    finally:
+        release.set()
+    statuses = {(a.scenario_id, a.index): a.status for a in result.attempts}
+    assert statuses[("a-hang", 0)] == statuses[("a-hang", 1)] == "error"
+    assert [s for k, s in statuses.items() if k[0] != "a-hang"] == ["pass"] * 8
+
+
+def test_progress_bar_shows_errors_fails_and_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        if context.get("boom"):
+            raise RuntimeError("boom")
+        return "good" if context.get("good") else "bad"
+
+    scenarios = [scenario("e", context={"boom": True}), scenario("f"), scenario("p", context={"good": True})]
+    result = run(scenarios, target, tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert "errors 2  fails 2  passes 2" in err
+    assert result.summary["errors"] == 2

@@ -1,11 +1,215 @@
-"""CLI commands of one area (filled in by its issue)."""
+r"""``replaygate run``, ``replaygate merge`` and ``replaygate fingerprint``.
+
+::
+
+    replaygate run --target examples.support_agent.target:run_session \
+        --config examples/support_agent/configs/candidate.yaml --golden examples/support_agent/golden \
+        --tier release --repeats 5 --concurrency 8 --timeout 60 --seed 0 --policy gate-policy.yaml \
+        --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--judge offline|llm --judge-model M]
+    replaygate merge runs/all.json runs/shard-*.json
+    replaygate fingerprint runs/candidate.json [--json]
+
+``run`` exits 0 when no attempt errored, 1 when any attempt errored (the summary lists them first), 3 on a
+usage or data error. The LLM judge reads ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_API_KEY`` and
+``REPLAYGATE_JUDGE_MODEL``; the golden-set directory defaults to ``REPLAYGATE_GOLDEN`` or ``golden/``.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
+import yaml
+from replaygate.replay._candidate import load_config
+from replaygate.replay._errors import ReplayError
+from replaygate.replay._journal import journal_path
+from replaygate.replay._judges import create_judges
+from replaygate.replay._merge import merge_runs
+from replaygate.replay._run_summary import summary_headline, summary_lines
+from replaygate.replay._runfile import load_run, save_run
+from replaygate.replay._runner import run_suite
+from replaygate.replay._scenario import load_scenarios
+from replaygate.replay._selection import select_scenarios
+from replaygate.replay._shard import parse_shard
 
 __all__ = ["register"]
 
+RUN_ERRORED = 1
+
+
+def _parse_tags(values: tuple[str, ...]) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--tag {v!r}: expected key=value, e.g. --tag risk=high")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def _load_policy(path: str | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReplayError(f"{p}: cannot read the gate policy ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise ReplayError(f"{p}: the gate policy is not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ReplayError(f"{p}: a gate policy is a YAML mapping")
+    return data
+
+
+def _default_out() -> Path:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(".replaygate") / "runs" / f"run-{stamp}.json"
+
+
+@click.command("run")
+@click.option("--target", "target", required=True, help="module:function or an http(s):// URL.")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="YAML/JSON.")
+@click.option(
+    "--golden", "golden", default=None, help="Golden-set directory [env REPLAYGATE_GOLDEN; golden/]."
+)
+@click.option("--tier", type=click.Choice(["smoke", "release", "scheduled"]), default=None)
+@click.option("--tag", "tags", multiple=True, help="key=value; every given tag must match.")
+@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Attempts per scenario (k).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--policy", "policy_path", type=click.Path(dir_okay=False), default=None, help="Gate policy YAML."
+)
+@click.option(
+    "--judge", "judge_kind", type=click.Choice(["offline", "llm"]), default="offline", show_default=True
+)
+@click.option("--judge-model", default=None, help="LLM judge model [env REPLAYGATE_JUDGE_MODEL].")
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Run file to write.")
+@click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
+@click.option("--quiet", is_flag=True, help="No progress bar; print only the summary line.")
+@click.option("--shard", default=None, help="i/n: run only shard i of n (merge the shards with `merge`).")
+def run_cmd(
+    target: str,
+    config_path: str,
+    golden: str | None,
+    tier: str | None,
+    tags: tuple[str, ...],
+    repeats: int | None,
+    concurrency: int,
+    timeout_s: float,
+    seed: int,
+    policy_path: str | None,
+    judge_kind: str,
+    judge_model: str | None,
+    out: str | None,
+    resume: bool,
+    quiet: bool,
+    shard: str | None,
+) -> None:
+    """Replay the golden set against a candidate (target + configuration) and write a run file."""
+    if shard is not None:
+        try:
+            parse_shard(shard)
+        except ValueError as exc:
+            raise click.UsageError(f"--shard: {exc}") from None
+    if resume and out is None:
+        raise click.UsageError("--resume needs --out (the run file whose journal to continue)")
+    tag_map = _parse_tags(tags)
+    golden_dir = Path(golden or os.environ.get("REPLAYGATE_GOLDEN") or "golden")
+    if not golden_dir.is_dir():
+        raise click.UsageError(
+            f"--golden {golden_dir}: no such directory (set --golden or REPLAYGATE_GOLDEN)"
+        )
+    scenarios = select_scenarios(load_scenarios(golden_dir), tier=tier, tags=tag_map)
+    if not scenarios:
+        raise click.UsageError(f"no scenario in {golden_dir} matches tier={tier} tags={tag_map or {}}")
+    config = load_config(config_path)
+    policy = _load_policy(policy_path)
+    judges = create_judges(kind="llm" if judge_kind == "llm" else "offline", model=judge_model)
+    out_path = Path(out) if out is not None else _default_out()
+    try:
+        run = run_suite(
+            scenarios,
+            target,
+            config,
+            repeats=repeats,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            seed=seed,
+            judges=judges,
+            policy=policy,
+            out_path=out_path,
+            resume=resume,
+            shard=shard,
+            progress=not quiet and sys.stderr.isatty(),
+            tier=tier,
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            f"interrupted: finished attempts are journaled in {journal_path(out_path)}; "
+            f"continue with the same options plus --resume --out {out_path}",
+            err=True,
+        )
+        raise click.Abort() from None
+    summary = run.summary
+    lines = [summary_headline(summary)] if quiet else summary_lines(summary)
+    for line in lines:
+        click.echo(line)
+    click.echo(f"run file: {out_path}")
+    if summary["errors"]:
+        click.echo(
+            f"error: {summary['errors']} of {summary['attempts']} attempts errored "
+            "(target raised, timed out, returned bad output, or a judge failed); see ERRORS above",
+            err=True,
+        )
+        # SystemExit, not click's Exit: in non-standalone mode click turns Exit into a return value.
+        sys.exit(RUN_ERRORED)
+
+
+@click.command("merge")
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def merge_cmd(out: str, files: tuple[str, ...]) -> None:
+    """Merge the run files of every shard of one run into OUT."""
+    run = merge_runs(list(files))
+    save_run(run, out)
+    click.echo(summary_headline(run.summary))
+    click.echo(f"run file: {out}")
+
+
+@click.command("fingerprint")
+@click.argument("run_file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the fingerprint as JSON.")
+def fingerprint_cmd(run_file: str, as_json: bool) -> None:
+    """Print the fingerprint a run was recorded with."""
+    run = load_run(run_file)
+    fp = run.fingerprint.model_dump(mode="json")
+    if as_json:
+        click.echo(json.dumps({"run_id": run.run_id, "shard": run.shard, **fp}, indent=2, sort_keys=True))
+        return
+    click.echo(f"run_id: {run.run_id}")
+    if run.shard:
+        click.echo(f"shard: {run.shard}")
+    for key, value in fp.items():
+        if isinstance(value, dict):
+            click.echo(f"{key}:")
+            for sub, v in sorted(value.items()):
+                click.echo(f"  {sub}: {v}")
+        else:
+            click.echo(f"{key}: {'-' if value is None else value}")
+
 
 def register(group: click.Group) -> None:
-    """Add this area's commands to the root group."""
+    """Add ``run``, ``merge`` and ``fingerprint`` to the root group."""
+    group.add_command(run_cmd)
+    group.add_command(merge_cmd)
+    group.add_command(fingerprint_cmd)

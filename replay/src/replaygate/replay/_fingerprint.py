@@ -1,0 +1,107 @@
+"""Build a run's fingerprint and tell why two fingerprints differ."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from replaygate.replay._runfile import Fingerprint, content_hash
+from replaygate.replay.version import __version__
+
+__all__ = ["build_fingerprint", "fingerprint_differences", "git_commit", "judge_identity", "utc_now"]
+
+
+def utc_now() -> str:
+    """Return the current time as ISO 8601 UTC with seconds."""
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """Return ``git rev-parse HEAD`` (with ``-dirty`` when tracked files changed), or None outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+        )
+        if head.returncode != 0:
+            return None
+        commit = head.stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if status.returncode == 0 and status.stdout.strip():
+        commit += "-dirty"
+    return commit or None
+
+
+def judge_identity(judges: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """Return the judges' model and prompt version (``name=value`` pairs when they differ)."""
+
+    def collect(attr: str) -> str | None:
+        values = {name: getattr(j, attr, None) for name, j in sorted(judges.items())}
+        present = {k: str(v) for k, v in values.items() if v is not None}
+        if not present:
+            return None
+        distinct = set(present.values())
+        if len(distinct) == 1:
+            return distinct.pop()
+        return ",".join(f"{k}={v}" for k, v in present.items())
+
+    return collect("model"), collect("prompt_version")
+
+
+def build_fingerprint(
+    *,
+    config: Mapping[str, Any],
+    versions: Mapping[str, str],
+    target: str,
+    judges: Mapping[str, Any],
+    suite_hash: str,
+    policy: Mapping[str, Any] | None,
+    tier: str | None,
+    k: int,
+    seed: int,
+    code_commit: str | None,
+    date: str | None = None,
+) -> Fingerprint:
+    """Assemble the fingerprint recorded with a run."""
+    judge_model, judge_prompt = judge_identity(judges)
+    return Fingerprint(
+        agent_config_hash=content_hash(dict(config)),
+        declared_versions=dict(versions),
+        target=target,
+        code_commit=code_commit,
+        judge_model=judge_model,
+        judge_prompt_version=judge_prompt,
+        replaygate_version=__version__,
+        suite_hash=suite_hash,
+        policy_hash=content_hash(dict(policy)) if policy is not None else None,
+        tier=tier,
+        k=k,
+        seed=seed,
+        date=date or utc_now(),
+    )
+
+
+def fingerprint_differences(
+    a: Fingerprint, b: Fingerprint, *, fields: Iterable[str] | None = None, ignore: Iterable[str] = ("date",)
+) -> list[str]:
+    """Return ``field: a != b`` lines for the fields that differ (all but ``ignore`` unless ``fields``)."""
+    names = (
+        list(fields) if fields is not None else [f for f in Fingerprint.model_fields if f not in set(ignore)]
+    )
+    out = []
+    for name in names:
+        va, vb = getattr(a, name), getattr(b, name)
+        if va != vb:
+            out.append(f"{name}: {va!r} != {vb!r}")
+    return out

@@ -1,0 +1,173 @@
+"""The run journal: append-only JSON lines beside the run file (``<out>.journal``).
+
+Line 1 is a header (run id, fingerprint, scenarios, shard, policy); each further line is one finished
+attempt. One writer thread drains a queue, writes every waiting line, then fsyncs once (group commit), so
+fifty concurrent attempts share one fsync instead of paying fifty in turn. A process killed mid-write
+leaves at most a torn last line, which :func:`read_journal` ignores and :class:`JournalWriter` cuts off
+before appending.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import ValidationError
+from replaygate.replay._errors import RunFileError
+from replaygate.replay._runfile import Attempt
+
+__all__ = ["JOURNAL_SUFFIX", "JournalState", "JournalWriter", "journal_path", "read_journal"]
+
+JOURNAL_SUFFIX = ".journal"
+
+
+def journal_path(out_path: str | os.PathLike[str]) -> Path:
+    """Return the journal path of a run file: ``<out>.journal``."""
+    p = Path(out_path)
+    return p.with_name(p.name + JOURNAL_SUFFIX)
+
+
+@dataclass
+class JournalState:
+    """What a journal holds: its header, its complete attempt lines and where they end (bytes)."""
+
+    header: dict[str, Any]
+    attempts: list[Attempt] = field(default_factory=list)
+    valid_bytes: int = 0
+    torn_tail: bool = False
+
+
+def read_journal(path: str | os.PathLike[str]) -> JournalState:
+    """Read a journal; a torn (incomplete) last line is ignored.
+
+    Raises:
+        RunFileError: the journal is missing, has no header, or has a corrupt line before the last.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise RunFileError(f"{p}: no journal to resume from (run without --resume to start)") from None
+    except OSError as exc:
+        raise RunFileError(f"{p}: cannot read the journal ({exc})") from None
+    lines = data.split(b"\n")
+    # Everything after the last newline is an incomplete line (or empty).
+    complete, tail = lines[:-1], lines[-1]
+    torn = bool(tail.strip())
+    header: dict[str, Any] | None = None
+    attempts: list[Attempt] = []
+    valid = 0
+    for number, raw in enumerate(complete, start=1):
+        is_last = number == len(complete) and not torn
+        try:
+            obj = json.loads(raw)
+            if not isinstance(obj, dict):
+                raise ValueError("not an object")
+            if number == 1:
+                if obj.get("kind") != "header":
+                    raise ValueError("the first line is not a header")
+                header = obj
+            elif obj.get("kind") == "attempt":
+                attempts.append(Attempt.model_validate(obj["attempt"]))
+            else:
+                raise ValueError(f"unknown line kind {obj.get('kind')!r}")
+        except (ValueError, KeyError, ValidationError) as exc:
+            if is_last:
+                torn = True  # a complete-looking but corrupt last line: cut off like a torn one
+                break
+            raise RunFileError(
+                f"{p}:{number}: corrupt journal line ({exc}); the journal cannot be resumed, "
+                "start the run again without --resume"
+            ) from None
+        valid += len(raw) + 1
+    if header is None:
+        raise RunFileError(f"{p}: the journal has no header line; start the run again without --resume")
+    return JournalState(header=header, attempts=attempts, valid_bytes=valid, torn_tail=torn)
+
+
+_STOP = object()
+
+
+class JournalWriter:
+    """Append attempt lines from any task or thread; one thread writes and fsyncs them in groups."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, header: dict[str, Any] | None, truncate_at: int | None = None
+    ) -> None:
+        """Start a new journal with ``header``, or (``header=None``) append after ``truncate_at`` bytes."""
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: BinaryIO
+        if header is not None:
+            self._fh = open(self.path, "wb")
+            self._fh.write(_line({"kind": "header", **header}))
+        else:
+            self._fh = open(self.path, "r+b")
+            self._fh.truncate(truncate_at if truncate_at is not None else self._fh.seek(0, os.SEEK_END))
+            self._fh.seek(0, os.SEEK_END)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._pending = 0
+        self._cond = threading.Condition()
+        self.fsyncs = 0
+        self._thread = threading.Thread(target=self._run, name="replaygate-journal", daemon=True)
+        self._thread.start()
+
+    def append(self, attempt: Attempt) -> None:
+        """Queue one finished attempt (returns at once; durable after the next group fsync)."""
+        self._raise_if_failed()
+        with self._cond:
+            self._pending += 1
+        self._queue.put(attempt)  # serialized by the writer thread
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every queued line is written and fsynced."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._pending == 0 or self._error is not None, timeout)
+        self._raise_if_failed()
+
+    def close(self) -> None:
+        """Write and fsync what is queued, then stop the writer thread and close the file."""
+        self._queue.put(_STOP)
+        self._thread.join()
+        self._fh.close()
+        self._raise_if_failed()
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RunFileError(f"{self.path}: cannot write the journal ({self._error})") from self._error
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            items = [b for b in batch if b is not _STOP]
+            stop = len(items) != len(batch)
+            if items and self._error is None:
+                try:
+                    data = "".join(f'{{"kind":"attempt","attempt":{a.model_dump_json()}}}\n' for a in items)
+                    self._fh.write(data.encode("utf-8"))
+                    self._fh.flush()
+                    os.fsync(self._fh.fileno())
+                    self.fsyncs += 1
+                except Exception as exc:  # reported to the runner by the next append/flush/close
+                    self._error = exc
+            with self._cond:
+                self._pending -= len(items)
+                self._cond.notify_all()
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"

@@ -1,0 +1,154 @@
+"""The run summary: errors first, then fails and passes, per-scenario counts, attribution, guardrails.
+
+Pure functions over the run file's records: :func:`summarize_attempts` builds the JSON-able summary
+stored in ``RunFile.summary``; :func:`summary_lines` renders it for a terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from replaygate.replay._runfile import Attempt, ScenarioEntry
+
+__all__ = ["summarize_attempts", "summary_headline", "summary_lines"]
+
+
+def _p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _failed_parts(a: Attempt) -> list[str]:
+    return [c.name for c in a.checks if not c.passed] + [j.name for j in a.judges if not j.passed]
+
+
+def summarize_attempts(
+    attempts: Sequence[Attempt], scenarios: Sequence[ScenarioEntry], *, run_id: str = ""
+) -> dict[str, Any]:
+    """Summarize a run's attempts (errors listed first, then fails)."""
+    ordered = sorted(attempts, key=lambda a: (a.scenario_id, a.index))
+    errors = [a for a in ordered if a.status == "error"]
+    fails = [a for a in ordered if a.status == "fail"]
+    per: dict[str, dict[str, Any]] = {}
+    for s in scenarios:
+        per[s.id] = {
+            "attempts": 0,
+            "errors": 0,
+            "fails": 0,
+            "passes": 0,
+            "k": s.repeats,
+            "must_pass": s.must_pass,
+        }
+    for a in ordered:
+        row = per.setdefault(
+            a.scenario_id,
+            {"attempts": 0, "errors": 0, "fails": 0, "passes": 0, "k": None, "must_pass": False},
+        )
+        row["attempts"] += 1
+        row[{"error": "errors", "fail": "fails", "pass": "passes"}[a.status]] += 1
+    attribution = {"retrieval": 0, "generation": 0, "unattributed": 0}
+    for a in fails:
+        attribution[a.attribution or "unattributed"] += 1
+    latencies = [a.measures.latency_s for a in ordered]
+    costs = [a.measures.cost_usd for a in ordered]
+    known_costs = [c for c in costs if c is not None]
+    in_tokens = [a.measures.input_tokens for a in ordered if a.measures.input_tokens is not None]
+    out_tokens = [a.measures.output_tokens for a in ordered if a.measures.output_tokens is not None]
+    n = len(ordered)
+    guardrails = {
+        "latency_mean_s": sum(latencies) / n if n else None,
+        "latency_p95_s": _p95(latencies),
+        "input_tokens": sum(in_tokens) if in_tokens else None,
+        "output_tokens": sum(out_tokens) if out_tokens else None,
+        # None (never 0) when any attempt's price is unknown; the known part is reported beside it.
+        "cost_usd": sum(known_costs) if n and len(known_costs) == n else None,
+        "cost_usd_known": sum(known_costs) if known_costs else None,
+        "cost_unknown_attempts": n - len(known_costs),
+        "escalation_rate": sum(a.measures.escalated for a in ordered) / n if n else None,
+        "empty_rate": sum(a.measures.empty for a in ordered) / n if n else None,
+        "error_rate": len(errors) / n if n else None,
+    }
+    return {
+        "run_id": run_id,
+        "attempts": n,
+        "errors": len(errors),
+        "fails": len(fails),
+        "passes": n - len(errors) - len(fails),
+        "error_attempts": [
+            {"scenario_id": a.scenario_id, "index": a.index, "error": a.error} for a in errors
+        ],
+        "failing_attempts": [
+            {
+                "scenario_id": a.scenario_id,
+                "index": a.index,
+                "failed": _failed_parts(a),
+                "attribution": a.attribution,
+            }
+            for a in fails
+        ],
+        "scenarios": per,
+        "attribution": attribution,
+        "guardrails": guardrails,
+    }
+
+
+def summary_headline(summary: dict[str, Any]) -> str:
+    """One line: the counts, errors first."""
+    run = f"run {summary.get('run_id')}: " if summary.get("run_id") else ""
+    return (
+        f"{run}{summary['attempts']} attempts: {summary['errors']} errors, "
+        f"{summary['fails']} fails, {summary['passes']} passes"
+    )
+
+
+def _fmt(value: Any, spec: str = ".3g") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def summary_lines(summary: dict[str, Any], *, max_listed: int = 20) -> list[str]:
+    """Render the summary as plain text lines (errors first, then fails, then per-scenario passes)."""
+    lines = [summary_headline(summary)]
+    errs = summary["error_attempts"]
+    if errs:
+        lines.append(f"ERRORS ({len(errs)}): these attempts did not produce a scored answer")
+        lines += [f"  {e['scenario_id']}#{e['index']}: {e['error']}" for e in errs[:max_listed]]
+        if len(errs) > max_listed:
+            lines.append(f"  ... and {len(errs) - max_listed} more (see the run file)")
+    fails = summary["failing_attempts"]
+    if fails:
+        lines.append(f"FAILS ({len(fails)}):")
+        for f in fails[:max_listed]:
+            why = ", ".join(f["failed"]) or "failed"
+            attributed = f" [{f['attribution']} failure]" if f["attribution"] else ""
+            lines.append(f"  {f['scenario_id']}#{f['index']}: {why}{attributed}")
+        if len(fails) > max_listed:
+            lines.append(f"  ... and {len(fails) - max_listed} more (see the run file)")
+    lines.append("per scenario (passes/attempts, errors, fails):")
+    for sid, row in sorted(summary["scenarios"].items()):
+        mark = " must-pass" if row.get("must_pass") else ""
+        lines.append(
+            f"  {sid}: {row['passes']}/{row['attempts']} pass, {row['errors']} errors, "
+            f"{row['fails']} fails{mark}"
+        )
+    att = summary["attribution"]
+    if summary["fails"]:
+        lines.append(
+            f"failure attribution: retrieval {att['retrieval']}, generation {att['generation']}, "
+            f"unattributed {att['unattributed']}"
+        )
+    g = summary["guardrails"]
+    cost = _fmt(g["cost_usd"], ".4f")
+    if g["cost_usd"] is None and g["cost_unknown_attempts"]:
+        known = _fmt(g["cost_usd_known"], ".4f")
+        cost = f"unknown for {g['cost_unknown_attempts']} attempts (known part {known})"
+    lines.append(
+        f"guardrails: latency mean {_fmt(g['latency_mean_s'])}s p95 {_fmt(g['latency_p95_s'])}s; "
+        f"tokens in {_fmt(g['input_tokens'], 'd')} out {_fmt(g['output_tokens'], 'd')}; cost ${cost}; "
+        f"escalation {_fmt(g['escalation_rate'], '.1%')}; empty {_fmt(g['empty_rate'], '.1%')}; "
+        f"errors {_fmt(g['error_rate'], '.1%')}"
+    )
+    return lines

@@ -1,0 +1,491 @@
+"""The replay runner: every selected scenario, k attempts each, concurrently, journaled, scored.
+
+``run_suite`` (sync) and ``run_suite_async`` run a suite against one candidate (target + configuration)
+and write the run file. Each attempt runs under a root span ``replay attempt`` of an isolated tracer
+provider, so the agent's own spans (retrieval, tools, LLM calls) are captured and scored. An attempt is
+``pass``, ``fail`` or ``error``; a target that raises, hangs past the timeout or returns garbage, and a
+judge that fails, make an ``error`` with the message, never a pass and never a skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import logging
+import secrets
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from opentelemetry.trace import Status, StatusCode
+from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation._summary import summarize_spans
+from replaygate.replay._artifacts import ArtifactWriter
+from replaygate.replay._capture import ATTEMPT_SPAN_NAME, Capture, open_capture
+from replaygate.replay._errors import ReplayError, RunFileError, TargetError
+from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit, utc_now
+from replaygate.replay._journal import JournalWriter, journal_path, read_journal
+from replaygate.replay._measures import compute_measures
+from replaygate.replay._progress import ProgressCallback, make_progress
+from replaygate.replay._run_summary import summarize_attempts
+from replaygate.replay._runfile import Attempt, Fingerprint, Measures, RunFile, ScenarioEntry, save_run
+from replaygate.replay._scenario import Scenario, scenario_content_hash, suite_hash
+from replaygate.replay._selection import counts_in_gate
+from replaygate.replay._shard import format_shard, in_shard, parse_shard
+from replaygate.replay._target import Target, TargetOutput, load_target
+
+__all__ = ["RESUME_FIELDS", "Scorer", "run_suite", "run_suite_async"]
+
+log = logging.getLogger("replaygate.replay")
+
+#: Fingerprint fields that must match for ``--resume`` to continue a journal.
+RESUME_FIELDS = ("suite_hash", "agent_config_hash", "k", "seed", "target", "tier", "policy_hash")
+
+
+class Scorer(Protocol):
+    """The scoring seam (``score_attempt``): returns an object with the ``ScoreOutcome`` fields."""
+
+    def __call__(
+        self,
+        scenario: Scenario,
+        *,
+        answer: str | None,
+        label: str | None,
+        summary: TraceSummary,
+        latency_s: float,
+        judges: Mapping[str, Any],
+    ) -> Awaitable[Any]: ...
+
+
+def _default_scorer() -> Scorer:
+    from replaygate.replay._scoring import score_attempt
+
+    scorer: Scorer = score_attempt
+    return scorer
+
+
+def _default_judges() -> dict[str, Any]:
+    from replaygate.replay._judges import create_judges
+
+    return dict(create_judges(kind="offline"))
+
+
+def _entry(s: Scenario, repeats: int) -> ScenarioEntry:
+    return ScenarioEntry(
+        id=s.id,
+        title=s.title,
+        must_pass=s.must_pass,
+        threshold=s.threshold,
+        repeats=repeats,
+        status=s.status.state,
+        counts=counts_in_gate(s),
+        tags={str(k): str(v) for k, v in s.tags.items()},
+        content_hash=scenario_content_hash(s),
+    )
+
+
+def _new_run_id() -> str:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"run-{stamp}-{secrets.token_hex(3)}"
+
+
+def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
+    try:
+        measures = compute_measures(summary, answer=None, latency_s=latency_s)
+    except Exception:  # measuring must not hide the error being reported
+        return Measures(latency_s=latency_s)
+    return measures.model_copy(update={"empty": False})
+
+
+class _Attempts:
+    """Runs one attempt; shared state of a run (target, capture, scoring, artifacts)."""
+
+    def __init__(
+        self,
+        *,
+        target: Target,
+        config: Mapping[str, Any],
+        capture: Capture,
+        scorer: Scorer,
+        judges: Mapping[str, Any],
+        timeout_s: float,
+        run_id: str,
+        artifacts: ArtifactWriter | None,
+    ) -> None:
+        self.target = target
+        self.config = dict(config)
+        self.capture = capture
+        self.scorer = scorer
+        self.judges = judges
+        self.timeout_s = timeout_s
+        self.run_id = run_id
+        self.artifacts = artifacts
+
+    async def run(self, scenario: Scenario, index: int) -> Attempt:
+        started = utc_now()
+        output: TargetOutput | None = None
+        error: str | None = None
+        attributes: dict[str, str | int] = {
+            "replaygate.scenario.id": scenario.id,
+            "replaygate.attempt.index": index,
+        }
+        with self.capture.tracer.start_as_current_span(ATTEMPT_SPAN_NAME, attributes=attributes) as span:
+            trace_id = format(span.get_span_context().trace_id, "032x")
+            session_id = f"{self.run_id}/{scenario.id}/{index}"
+            t0 = time.perf_counter()
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    output = await self.target.call(
+                        scenario.turns, scenario.context, self.config, session_id=session_id
+                    )
+            except TimeoutError:
+                error = f"timed out after {self.timeout_s:g}s"
+            except TargetError as exc:
+                error = str(exc)
+            except Exception as exc:
+                error = f"target raised {type(exc).__name__}: {exc}"
+            latency_s = time.perf_counter() - t0
+            if error is not None:
+                span.set_status(Status(StatusCode.ERROR, error))
+        spans = self.capture.collector.pop(trace_id)
+        summary = summarize_spans(spans)
+        attempt = await self._score(scenario, index, output, error, summary, latency_s, trace_id, started)
+        if self.artifacts is not None:
+            path = self.artifacts.submit(
+                scenario.id,
+                index,
+                answer=output.answer if output else None,
+                label=output.label if output else None,
+                messages=output.messages if output else [],
+                spans=spans,
+                error=attempt.error,
+                trace_id=trace_id,
+            )
+            attempt = attempt.model_copy(update={"artifact_path": path})
+        return attempt
+
+    async def _score(
+        self,
+        scenario: Scenario,
+        index: int,
+        output: TargetOutput | None,
+        error: str | None,
+        summary: TraceSummary,
+        latency_s: float,
+        trace_id: str,
+        started: str,
+    ) -> Attempt:
+        common: dict[str, Any] = {
+            "scenario_id": scenario.id,
+            "index": index,
+            "trace_id": trace_id,
+            "started": started,
+        }
+        if output is None:
+            return Attempt(
+                status="error",
+                error=error or "the target returned nothing",
+                measures=_error_measures(summary, latency_s),
+                **common,
+            )
+        try:
+            outcome = await self.scorer(
+                scenario,
+                answer=output.answer,
+                label=output.label,
+                summary=summary,
+                latency_s=latency_s,
+                judges=self.judges,
+            )
+            if outcome.status not in ("pass", "fail", "error"):
+                raise ValueError(f"the scorer returned status {outcome.status!r}")
+            # Built without re-validation: the scorer returns the run file's own models (typed), and
+            # validating every nested result again is a measurable share of a fast target's attempt.
+            return Attempt.model_construct(
+                status=outcome.status,
+                error=outcome.error,
+                answer=output.answer,
+                checks=list(outcome.checks),
+                judges=list(outcome.judges),
+                retrieval=outcome.retrieval,
+                measures=outcome.measures,
+                attribution=outcome.attribution,
+                **common,
+            )
+        except Exception as exc:
+            return Attempt(
+                status="error",
+                error=f"scoring failed: {type(exc).__name__}: {exc}",
+                answer=output.answer,
+                measures=_error_measures(summary, latency_s),
+                **common,
+            )
+
+
+def _artifact_checked(attempt: Attempt, failed: set[tuple[str, int]]) -> Attempt:
+    """Clear ``artifact_path`` when the write failed (or, for a resumed attempt, the file is gone)."""
+    path = attempt.artifact_path
+    if path is None:
+        return attempt
+    if (attempt.scenario_id, attempt.index) in failed or not Path(path).is_file():
+        return attempt.model_copy(update={"artifact_path": None})
+    return attempt
+
+
+def _check_resume(old: Fingerprint, new: Fingerprint, journal: Path) -> None:
+    diffs = fingerprint_differences(old, new, fields=RESUME_FIELDS)
+    if diffs:
+        raise RunFileError(
+            f"{journal}: cannot resume: this run differs from the journaled one ("
+            + "; ".join(diffs)
+            + "); run with the same suite, configuration, k and seed, or start again without --resume"
+        )
+
+
+async def run_suite_async(
+    scenarios: Sequence[Scenario],
+    target: str | Callable[..., Any] | Target,
+    config: Mapping[str, Any] | None = None,
+    *,
+    repeats: int | None = None,
+    concurrency: int = 8,
+    timeout_s: float = 60.0,
+    seed: int = 0,
+    judges: Mapping[str, Any] | None = None,
+    policy: Mapping[str, Any] | None = None,
+    out_path: str | Path,
+    resume: bool = False,
+    shard: str | tuple[int, int] | None = None,
+    progress: bool | ProgressCallback = True,
+    tier: str | None = None,
+    artifacts: bool = True,
+    scorer: Scorer | None = None,
+    code_commit: str | None | bool = True,
+) -> RunFile:
+    """Run a suite against a candidate and write its run file (async core of :func:`run_suite`).
+
+    Args:
+        scenarios: the selected scenarios (see ``select_scenarios``); the suite hash covers all of them.
+        target: ``module:function``, an ``http(s)://`` URL, a callable or a :class:`Target`.
+        config: the candidate's parsed configuration, passed to the target and hashed.
+        repeats: attempts per scenario (default: each scenario's own ``repeats``).
+        concurrency: attempts in flight at once (and threads for a sync target).
+        timeout_s: per-attempt timeout of the target call.
+        seed: recorded in the fingerprint (resume and comparisons require the same seed).
+        judges: judges by name (default: the offline judges).
+        policy: the parsed gate policy; its hash goes in the fingerprint, the policy in the run file.
+        out_path: the run file; the journal is ``<out_path>.journal``, artifacts go under
+            ``<out dir>/<run id>/artifacts/``.
+        resume: continue the journal at ``<out_path>.journal`` instead of starting again.
+        shard: ``"i/n"``: run only the scenarios of shard i of n (stable by scenario id).
+        progress: show a progress bar (True), nothing (False), or call this with each finished attempt.
+        tier: the tier the scenarios were selected for (recorded in the fingerprint).
+        artifacts: write per-attempt artifacts (best-effort).
+        scorer: the scoring function (default ``score_attempt``).
+        code_commit: True to read ``git rev-parse HEAD``; a string or None to record that instead.
+
+    Returns:
+        The run file as written.
+
+    Raises:
+        ReplayError: bad arguments, or a journal that cannot be resumed (:class:`RunFileError`).
+    """
+    if concurrency < 1:
+        raise ReplayError(f"concurrency must be at least 1, got {concurrency}")
+    if timeout_s <= 0:
+        raise ReplayError(f"timeout must be positive, got {timeout_s}")
+    if repeats is not None and repeats < 1:
+        raise ReplayError(f"repeats must be at least 1, got {repeats}")
+    ids = [s.id for s in scenarios]
+    if len(set(ids)) != len(ids):
+        raise ReplayError("the suite lists a scenario id twice; scenario ids are unique")
+    shard_spec: tuple[int, int] | None
+    try:
+        shard_spec = parse_shard(shard) if isinstance(shard, str) else shard
+    except ValueError as exc:
+        raise ReplayError(str(exc)) from None
+    cfg = dict(config or {})
+    judge_map = dict(judges) if judges is not None else _default_judges()
+    score = scorer or _default_scorer()
+    the_target = load_target(target, timeout_s=timeout_s)
+    out = Path(out_path)
+    jpath = journal_path(out)
+
+    k = repeats if repeats is not None else max((s.repeats for s in scenarios), default=0)
+    commit = git_commit() if code_commit is True else (code_commit or None)
+    from replaygate.replay._candidate import declared_versions
+
+    fingerprint = build_fingerprint(
+        config=cfg,
+        versions=declared_versions(cfg),
+        target=the_target.spec,
+        judges=judge_map,
+        suite_hash=suite_hash(scenarios),
+        policy=policy,
+        tier=tier,
+        k=k,
+        seed=seed,
+        code_commit=commit if isinstance(commit, str) else None,
+    )
+    selected = sorted(
+        (s for s in scenarios if shard_spec is None or in_shard(s.id, *shard_spec)), key=lambda s: s.id
+    )
+    per_k = {s.id: repeats if repeats is not None else s.repeats for s in selected}
+    entries = [_entry(s, per_k[s.id]) for s in selected]
+    shard_text = format_shard(*shard_spec) if shard_spec else None
+
+    done: list[Attempt] = []
+    if resume:
+        state = read_journal(jpath)
+        try:
+            old = Fingerprint.model_validate(state.header["fingerprint"])
+        except Exception as exc:
+            raise RunFileError(f"{jpath}: the journal header has no readable fingerprint ({exc})") from None
+        _check_resume(old, fingerprint, jpath)
+        if state.header.get("shard") != shard_text:
+            raise RunFileError(
+                f"{jpath}: cannot resume: the journal is shard {state.header.get('shard')!r}, "
+                f"this run is shard {shard_text!r}"
+            )
+        run_id = str(state.header["run_id"])
+        fingerprint = old.model_copy(update={"code_commit": fingerprint.code_commit})
+        wanted = {(s.id, i) for s in selected for i in range(per_k[s.id])}
+        seen: set[tuple[str, int]] = set()
+        for a in state.attempts:
+            key = (a.scenario_id, a.index)
+            if key in wanted and key not in seen:
+                seen.add(key)
+                done.append(a)
+        writer = JournalWriter(jpath, header=None, truncate_at=state.valid_bytes)
+    else:
+        run_id = _new_run_id()
+        header = {
+            "run_id": run_id,
+            "fingerprint": fingerprint.model_dump(mode="json"),
+            "scenarios": [e.model_dump(mode="json") for e in entries],
+            "shard": shard_text,
+            "policy": dict(policy) if policy is not None else None,
+        }
+        writer = JournalWriter(jpath, header=header)
+
+    finished = {(a.scenario_id, a.index) for a in done}
+    todo = deque((s, i) for s in selected for i in range(per_k[s.id]) if (s.id, i) not in finished)
+    total = sum(per_k.values())
+    report = make_progress(progress, total=total, already=done)
+    use_threads = getattr(the_target, "use_threads", None)
+    if callable(use_threads):
+        use_threads(concurrency)
+    artifact_writer = ArtifactWriter(out.parent / run_id / "artifacts") if artifacts else None
+    capture = open_capture()
+    attempts = _Attempts(
+        target=the_target,
+        config=cfg,
+        capture=capture,
+        scorer=score,
+        judges=judge_map,
+        timeout_s=timeout_s,
+        run_id=run_id,
+        artifacts=artifact_writer,
+    )
+    results = list(done)
+
+    async def worker() -> None:
+        while todo:
+            scenario, index = todo.popleft()
+            attempt = await attempts.run(scenario, index)
+            writer.append(attempt)
+            results.append(attempt)
+            report(attempt)
+
+    failed_artifacts: set[tuple[str, int]] = set()
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(todo))):
+                group.create_task(worker())
+    finally:
+        try:
+            writer.close()
+        finally:
+            report.close()
+            capture.close()
+            await the_target.aclose()
+            if artifact_writer is not None:
+                failed_artifacts = artifact_writer.close()
+    results = [_artifact_checked(a, failed_artifacts) for a in results]
+
+    results.sort(key=lambda a: (a.scenario_id, a.index))
+    run = RunFile(
+        run_id=run_id,
+        fingerprint=fingerprint,
+        scenarios=entries,
+        attempts=results,
+        shard=shard_text,
+        policy=dict(policy) if policy is not None else None,
+        summary=summarize_attempts(results, entries, run_id=run_id),
+    )
+    save_run(run, out)
+    return run
+
+
+def run_suite(
+    scenarios: Sequence[Scenario],
+    target: str | Callable[..., Any] | Target,
+    config: Mapping[str, Any] | None = None,
+    *,
+    repeats: int | None = None,
+    concurrency: int = 8,
+    timeout_s: float = 60.0,
+    seed: int = 0,
+    judges: Mapping[str, Any] | None = None,
+    policy: Mapping[str, Any] | None = None,
+    out_path: str | Path,
+    resume: bool = False,
+    shard: str | tuple[int, int] | None = None,
+    progress: bool | ProgressCallback = True,
+    tier: str | None = None,
+    artifacts: bool = True,
+    scorer: Scorer | None = None,
+    code_commit: str | None | bool = True,
+) -> RunFile:
+    """Run a suite against a candidate and write its run file (see :func:`run_suite_async` for the options).
+
+    Raises:
+        ReplayError: bad arguments or a journal that cannot be resumed; also when called from a running
+            event loop (await :func:`run_suite_async` there instead).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise ReplayError("run_suite was called inside a running event loop; await run_suite_async instead")
+    box: list[RunFile] = []
+
+    async def main() -> None:
+        # The main task returns None: asyncio.run's SIGINT bookkeeping may repr() the task and its result,
+        # and the repr of a large RunFile costs a noticeable fraction of a second.
+        run = await run_suite_async(
+            scenarios,
+            target,
+            config,
+            repeats=repeats,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            seed=seed,
+            judges=judges,
+            policy=policy,
+            out_path=out_path,
+            resume=resume,
+            shard=shard,
+            progress=progress,
+            tier=tier,
+            artifacts=artifacts,
+            scorer=scorer,
+            code_commit=code_commit,
+        )
+        box.append(run)
+
+    asyncio.run(main())
+    return box[0]

@@ -1,0 +1,215 @@
+"""Targets: what runs the agent for one attempt (a Python callable or an HTTP endpoint).
+
+A target receives the turns of one session, the scenario context and the candidate's configuration, and
+returns the agent's final answer: a string, or a mapping with ``answer`` (str), optional ``label`` (str)
+and optional ``messages`` (a list). Anything else is garbage and makes the attempt an ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from replaygate.replay._daemon_pool import DaemonThreadPool
+from replaygate.replay._errors import TargetError
+
+__all__ = [
+    "CallableTarget",
+    "Target",
+    "TargetOutput",
+    "load_target",
+    "parse_target_output",
+]
+
+
+@dataclass(frozen=True)
+class TargetOutput:
+    """What a target returned for one attempt."""
+
+    answer: str
+    label: str | None = None
+    messages: list[Any] = field(default_factory=list)
+    raw: Any = None
+
+
+@runtime_checkable
+class Target(Protocol):
+    """Runs one session of the agent; the replay runner calls ``call`` once per attempt."""
+
+    spec: str
+
+    async def call(
+        self, turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any], *, session_id: str
+    ) -> TargetOutput: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def parse_target_output(value: Any) -> TargetOutput:
+    """Validate what a target returned; garbage raises :class:`TargetError` saying what came back."""
+    if isinstance(value, str):
+        return TargetOutput(answer=value, raw=value)
+    if isinstance(value, Mapping):
+        answer = value.get("answer")
+        if not isinstance(answer, str):
+            raise TargetError(
+                f"bad target output: the mapping's 'answer' is {_describe(answer)}, expected a str "
+                "(return a str or a mapping with a str 'answer')"
+            )
+        label = value.get("label")
+        if label is not None and not isinstance(label, str):
+            raise TargetError(f"bad target output: 'label' is {_describe(label)}, expected a str or null")
+        messages = value.get("messages")
+        if messages is None:
+            messages = []
+        if not isinstance(messages, list):
+            raise TargetError(f"bad target output: 'messages' is {_describe(messages)}, expected a list")
+        return TargetOutput(answer=answer, label=label, messages=list(messages), raw=dict(value))
+    raise TargetError(
+        f"bad target output: got {type(value).__name__} {_describe(value)}; "
+        "expected a str or a mapping with a str 'answer'"
+    )
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    """Return how many positional parameters ``fn`` takes (None when it takes ``*args``)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return None
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+class CallableTarget:
+    """A Python callable ``fn(turns, context, config)`` (or ``fn(turns, context)``), sync or async.
+
+    Sync callables run in a pool of daemon threads (sized by the runner), with the caller's context
+    copied so the agent's spans join the attempt's trace.
+    """
+
+    def __init__(self, fn: Callable[..., Any], spec: str) -> None:
+        self.fn = fn
+        self.spec = spec
+        self.is_async = inspect.iscoroutinefunction(fn)
+        arity = _positional_arity(fn)
+        self.takes_config = arity is None or arity >= 3
+        if arity is not None and arity < 2:
+            raise TargetError(
+                f"target {spec}: takes {arity} positional parameter(s); a target takes "
+                "(turns, context) or (turns, context, config)"
+            )
+        self.pool: DaemonThreadPool | None = None
+
+    def _args(self, turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any]) -> list[Any]:
+        args: list[Any] = [list(turns), dict(context)]
+        if self.takes_config:
+            args.append(dict(config))
+        return args
+
+    async def call(
+        self, turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any], *, session_id: str
+    ) -> TargetOutput:
+        args = self._args(turns, context, config)
+        if self.is_async:
+            result = await self.fn(*args)
+        else:
+            if self.pool is None:
+                self.pool = DaemonThreadPool(8)
+            ctx = contextvars.copy_context()
+            fut = self.pool.submit(ctx.run, self.fn, *args)
+            try:
+                result = await asyncio.wrap_future(fut)
+            except asyncio.CancelledError:  # the attempt timed out (or the run was cancelled)
+                if not fut.done():
+                    self.pool.abandon(fut)
+                raise
+            if inspect.isawaitable(result):
+                result = await result
+        return parse_target_output(result)
+
+    def use_threads(self, n: int) -> None:
+        """Size the thread pool that runs a sync callable (the runner passes its concurrency)."""
+        if self.pool is not None:
+            self.pool.shutdown()
+        self.pool = DaemonThreadPool(max(1, n))
+
+    async def aclose(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+
+def _import_callable(spec: str) -> Callable[..., Any]:
+    module_name, _, attr_path = spec.partition(":")
+    if not module_name or not attr_path:
+        raise TargetError(f"target {spec!r}: expected 'module:function' or an http(s):// URL")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)  # like `python -m`: a project's own modules are importable
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise TargetError(
+            f"target {spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); "
+            "check the name and that it is importable from the current directory"
+        ) from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(
+                f"target {spec}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
+    if not callable(obj):
+        raise TargetError(f"target {spec}: {attr_path!r} is not callable")
+    fn: Callable[..., Any] = obj
+    return fn
+
+
+def load_target(
+    spec: str | Callable[..., Any] | Target,
+    *,
+    timeout_s: float = 60.0,
+    max_retries: int = 3,
+) -> Target:
+    """Build a target from ``module:function``, an ``http(s)://`` URL, a callable, or a target.
+
+    Args:
+        spec: the target: ``pkg.module:function``, ``http://host/path``, a Python callable or a
+            ready :class:`Target`.
+        timeout_s: per-request timeout of an HTTP target.
+        max_retries: retries of an HTTP target on 429, 5xx and connection errors.
+
+    Raises:
+        TargetError: the module or function cannot be found, or the callable has the wrong signature.
+    """
+    if isinstance(spec, str):
+        if spec.startswith(("http://", "https://")):
+            from replaygate.replay._http_target import HttpTarget
+
+            return HttpTarget(spec, timeout_s=timeout_s, max_retries=max_retries)
+        return CallableTarget(_import_callable(spec), spec)
+    if isinstance(spec, Target) and not callable(spec):
+        return spec
+    if callable(spec):
+        name = f"{getattr(spec, '__module__', '?')}:{getattr(spec, '__qualname__', repr(spec))}"
+        return CallableTarget(spec, name)
+    raise TargetError(f"target {spec!r}: expected 'module:function', an http(s):// URL or a callable")
