@@ -190,3 +190,10 @@ def test_leftover_temporary_file_is_reported(tmp_path: Path) -> None:
     gs = make_set(tmp_path)
     (gs.path / ".a-1.yaml.abc.tmp").write_text("half")
     assert any("interrupted write" in e for e in errors(gs))
+
+
+def test_silent_holdout_flip_is_caught(tmp_path: Path) -> None:
+    gs = make_set(tmp_path, scenario("h-1", holdout=True, tiers=["release"]))
+    path = gs.file_for("h-1")
+    path.write_text(path.read_text().replace("holdout: true", "holdout: false"))
+    assert any("without a new changelog entry" in e for e in errors(gs))

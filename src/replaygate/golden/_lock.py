@@ -1,11 +1,13 @@
 """``golden.lock``: the content hash, status and changelog length of every scenario, beside the set.
 
-The lock makes silent edits visible: a scenario whose pass condition (or status) differs from its locked
-entry must carry a changelog entry newer than the lock, or ``lint`` fails. The file is stable JSON::
+The lock makes silent edits visible: a scenario whose pass condition, status or holdout flag differs from
+its locked entry must carry a changelog entry newer than the lock, or ``lint`` fails. The file is stable
+JSON::
 
     {"format_version": 1,
      "scenarios": {"refund-over-limit-001": {"content_hash": "sha256:...", "state": "active",
-                                              "changelog": 2, "changelog_hash": "sha256:..."}}}
+                                              "changelog": 2, "changelog_hash": "sha256:...",
+                                              "holdout": false}}}
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class LockEntry:
     state: str
     changelog: int
     changelog_hash: str
+    holdout: bool = False  # a holdout flag flipped silently would leak the holdout into tuning
 
 
 def changelog_hash(entries: list[ChangelogEntry]) -> str:
@@ -56,6 +59,7 @@ def lock_entry(scenario: Scenario) -> LockEntry:
         state=scenario.status.state,
         changelog=len(scenario.changelog),
         changelog_hash=changelog_hash(scenario.changelog),
+        holdout=scenario.holdout,
     )
 
 
