@@ -231,7 +231,10 @@ def configure(
     with STATE.lock:
         provider = _provider(tracer_provider, settings)
         sinks = _sinks(settings, redactor, exporters, _resource_override(provider, settings))
-        pipeline = Pipeline(sinks, sample_ratio=settings.sample_ratio)
+        # On the shared global provider, export only traces replaygate took part in.
+        pipeline = Pipeline(
+            sinks, sample_ratio=settings.sample_ratio, scope=SCOPE if tracer_provider is None else None
+        )
         slot = STATE.slots.get(provider)
         if slot is None:
             slot = Slot()

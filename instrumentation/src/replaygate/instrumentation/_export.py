@@ -176,26 +176,62 @@ class ExportSink:
 
 
 class Pipeline(SpanProcessor):
-    """The span processor of one ``configure`` call: sampling, then fan-out to the export sinks."""
+    """The span processor of one ``configure`` call: sampling, then fan-out to the export sinks.
 
-    def __init__(self, sinks: Sequence[ExportSink], *, sample_ratio: float = 1.0) -> None:
+    On a shared (global) provider, ``scope`` is replaygate's instrumentation scope and only spans of
+    traces that contain a replaygate span are exported, so other tools' traces never leak into the
+    store or the collector; spans of other libraries nested under an agent call are kept.
+    """
+
+    def __init__(
+        self, sinks: Sequence[ExportSink], *, sample_ratio: float = 1.0, scope: str | None = None
+    ) -> None:
         self.sinks = tuple(sinks)
         self._bound = sample_bound(sample_ratio)
         self._stopped = False
+        self._scope = scope
+        self._active: dict[int, int] = {}  # trace id -> replaygate spans open in it
+        self._lock = threading.Lock()
+
+    def _ours(self, span: ReadableSpan | Span) -> bool:
+        scope = span.instrumentation_scope
+        return scope is not None and scope.name == self._scope
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
+        if self._scope is None or self._stopped:
+            return
+        try:
+            if self._ours(span):
+                trace_id = span.context.trace_id
+                with self._lock:
+                    self._active[trace_id] = self._active.get(trace_id, 0) + 1
+        except Exception as exc:  # noqa: BLE001 - never reach the agent
+            fault("span processor (start)", exc)
+
+    def _keep(self, span: ReadableSpan) -> bool:
+        context = span.context
+        if context is None:
+            return False
+        if self._scope is not None:
+            trace_id = context.trace_id
+            if self._ours(span):
+                with self._lock:
+                    left = self._active.get(trace_id, 0) - 1
+                    if left > 0:
+                        self._active[trace_id] = left
+                    else:
+                        self._active.pop(trace_id, None)
+            elif trace_id not in self._active:
+                return False
+        return self._bound is None or (context.trace_id & _MASK64) < self._bound
 
     def on_end(self, span: ReadableSpan) -> None:
         if self._stopped:
             return
         try:
-            if self._bound is not None:
-                context = span.context
-                if context is None or (context.trace_id & _MASK64) >= self._bound:
-                    return
-            for sink in self.sinks:
-                sink.offer(span)
+            if self._keep(span):
+                for sink in self.sinks:
+                    sink.offer(span)
         except Exception as exc:  # noqa: BLE001 - never reach the agent
             fault("span processor", exc)
 
@@ -240,7 +276,9 @@ class Slot(SpanProcessor):
         self.pipeline: Pipeline | None = None
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
+        pipeline = self.pipeline
+        if pipeline is not None:
+            pipeline.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
         pipeline = self.pipeline
