@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import threading
 import time
@@ -25,7 +24,8 @@ from examples.support_agent._tools import SupportTools
 __all__ = ["AGENT_NAME", "CODE_VERSION", "SupportAgent"]
 
 AGENT_NAME = "support-agent"
-#: The version of this code; the configuration's ``agent_version`` is recorded beside it on each span.
+#: The version of this code, given to ``@trace_agent``; each call then records the configuration's
+#: ``agent_version`` (what a release ships) as ``gen_ai.agent.version``, with config id and prompt version.
 CODE_VERSION = "1.5"
 
 
@@ -139,8 +139,3 @@ class SupportAgent:
         if state is None or not state.turns:  # pragma: no cover - respond always records the turn
             raise RuntimeError(f"session {session_id}: the turn was not recorded")
         return state.turns[-1]
-
-
-def real_model_configured() -> bool:
-    """True when the environment selects a real OpenAI-compatible model."""
-    return all(os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SUPPORT_AGENT_MODEL"))
