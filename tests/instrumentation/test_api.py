@@ -40,6 +40,10 @@ EXPECTED = {
     "StoreSpanExporter",
     "span_to_record",
     "summarize_spans",
+    "choose_variant",
+    "RoutingClient",
+    "Variant",
+    "configure_routing",
 }
 
 

@@ -73,6 +73,11 @@ Environment variables (an explicit ``configure`` argument wins):
 - ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_HOST`` (default
   ``https://cloud.langfuse.com``): Langfuse export is on when both keys are set.
 
+Canary routing: ``choose_variant(user_or_session_id)`` returns the sticky ``Variant`` (baseline or
+candidate) to serve and records it on the agent span; ``RoutingClient`` / ``configure_routing`` read the
+canary state (see ``replaygate.instrumentation._routing``; env ``REPLAYGATE_CANARY_SOURCE``,
+``REPLAYGATE_CANARY_REFRESH_S``).
+
 For the replay engine: ``SpanCollector`` is a span processor keeping finished spans per trace
 (``pop(trace_id)``) as ``SpanRecord``; ``summarize_spans`` turns them into a ``TraceSummary``.
 """
@@ -98,6 +103,7 @@ from replaygate.instrumentation._records import (
     TraceRecord,
     TraceSummary,
 )
+from replaygate.instrumentation._routing import RoutingClient, Variant, choose_variant, configure_routing
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
@@ -111,6 +117,7 @@ __all__ = [
     "InstrumentationError",
     "LlmCall",
     "ReplaygateError",
+    "RoutingClient",
     "SpanCollector",
     "SpanRecord",
     "StoreError",
@@ -119,9 +126,12 @@ __all__ = [
     "TraceRecord",
     "TraceStore",
     "TraceSummary",
+    "Variant",
     "__version__",
     "annotate_agent",
+    "choose_variant",
     "configure",
+    "configure_routing",
     "current_trace_id",
     "health",
     "llm_call",
