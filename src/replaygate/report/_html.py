@@ -34,6 +34,10 @@ def _f(x: float | None, fmt: str = "+.3f") -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
+def _peq(x: float | None) -> str:
+    return "=n/a" if x is None else ("&lt;0.001" if x < 0.001 else f"={x:.3g}")
+
+
 def _p(x: float | None) -> str:
     return "n/a" if x is None else ("&lt;0.001" if x < 0.001 else f"{x:.3g}")
 
@@ -79,7 +83,7 @@ def render_html(report: GateReport) -> str:
         f"{_e(c.suite_hash)} · k={c.k}</small></p>",
         f"<p><b>Noise floor</b> {_e(noise)} · <b>smallest detectable drop</b> {_e(mdd)} · <b>overall</b> "
         f"{_pct(o.base_rate)} → {_pct(o.head_rate)} (Δ {_f(o.delta)}, interval [{_f(o.low)}, {_f(o.high)}], "
-        f"p={_p(o.p_value)})</p>",
+        f"p{_peq(o.p_value)})</p>",
     ]
     if not r.can_tell and r.notes:
         parts.append(f"<p class='note'><b>Can't tell.</b> {_e(r.notes[0].removeprefix(_CANT))}</p>")

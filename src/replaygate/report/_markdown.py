@@ -27,6 +27,10 @@ def _num(x: float | None, fmt: str = "+.3f") -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
+def _peq(x: float | None) -> str:
+    return "=n/a" if x is None else ("<0.001" if x < 0.001 else f"={x:.3g}")
+
+
 def _p(x: float | None) -> str:
     return "n/a" if x is None else ("<0.001" if x < 0.001 else f"{x:.3g}")
 
@@ -41,7 +45,7 @@ def render_comparison_markdown(c: Comparison, *, title: str = "Comparison") -> s
         f"- Suite `{_cell(c.suite_hash[:19])}`, k={c.k}, {o.scenarios} counted scenarios",
         f"- Noise floor: {noise}; smallest detectable drop: {mdd}",
         f"- Overall pass rate: {_pct(o.base_rate)} → {_pct(o.head_rate)} (Δ {_num(o.delta)}, "
-        f"interval [{_num(o.low)}, {_num(o.high)}], p={_p(o.p_value)})",
+        f"interval [{_num(o.low)}, {_num(o.high)}], p{_peq(o.p_value)})",
         f"- Errors (apart from failures): baseline {c.errors.base_errors}/{c.errors.base_attempts}, "
         f"candidate {c.errors.head_errors}/{c.errors.head_attempts}",
         "",
