@@ -227,3 +227,13 @@ def test_label_derivation() -> None:
         derive_label(make_summary(), "x", "maybe")
     assert looks_like_refusal("I cannot provide legal advice.")
     assert not looks_like_refusal("I can provide the tracking number.")
+
+
+def test_tool_args_ignores_calls_the_tool_refused() -> None:
+    spec = {"type": "tool_args", "tool": "issue_refund", "arg": "amount", "max": 200}
+    refused = (ToolCall(name="issue_refund", arguments={"amount": 450}, result=None, error="RefundRefused"),)
+    ok = check(spec, "x", tool_calls=refused)
+    assert ok.passed and "refused by the tool" in ok.detail
+    granted = refused + (ToolCall(name="issue_refund", arguments={"amount": 300}, result={"ok": True}),)
+    bad = check(spec, "x", tool_calls=granted)
+    assert not bad.passed and "300" in bad.detail

@@ -175,9 +175,13 @@ def _arg_problem(check: ToolArgsCheck, value: Any) -> str | None:
 
 
 def _tool_args(check: ToolArgsCheck, ctx: CheckContext) -> tuple[bool, str]:
-    calls = [c for c in ctx.summary.tool_calls if c.name == check.tool]
+    named = [c for c in ctx.summary.tool_calls if c.name == check.tool]
+    # A call the tool refused (it raised) took no effect: the bound is about what the agent got done.
+    calls = [c for c in named if c.error is None]
+    refused = len(named) - len(calls)
+    note = f" ({refused} call(s) refused by the tool not counted)" if refused else ""
     if not calls:
-        return True, f"{check.tool} not called (bounds hold vacuously; use expected_tools to require it)"
+        return True, f"{check.tool} not called with effect{note} (bounds hold vacuously)"
     for call in calls:
         if check.arg not in call.arguments:
             return False, f"{check.tool} called without argument {check.arg!r}"
@@ -185,7 +189,7 @@ def _tool_args(check: ToolArgsCheck, ctx: CheckContext) -> tuple[bool, str]:
         if problem:
             return False, problem
     values = ", ".join(repr(c.arguments[check.arg]) for c in calls)
-    return True, f"{check.tool}({check.arg}) within bounds: {values}"
+    return True, f"{check.tool}({check.arg}) within bounds: {values}{note}"
 
 
 def _max_steps(check: MaxStepsCheck, ctx: CheckContext) -> tuple[bool, str]:
