@@ -16,6 +16,8 @@ Command line: ``replaygate canary start|status|widen|promote|rollback|check|simu
 ``replaygate serve`` (the release page).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from replaygate.canary._control import (
     CanaryController,
     CanarySettings,
@@ -44,8 +46,21 @@ from replaygate.canary._measures import (
     SeriesPoint,
     compute_live_measures,
 )
-from replaygate.canary._simulate import SimulationReport, TrafficProfile, simulate_live_traffic
 from replaygate.canary._store import AuditEntry, CanaryStore
+
+if TYPE_CHECKING:
+    from replaygate.canary._simulate import SimulationReport, TrafficProfile, simulate_live_traffic
+
+_LAZY = {"SimulationReport", "TrafficProfile", "simulate_live_traffic"}  # the simulation imports the OTel SDK
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from replaygate.canary import _simulate
+
+        return getattr(_simulate, name)
+    raise AttributeError(f"module 'replaygate.canary' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_PLAN",

@@ -14,9 +14,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.stats import fisher_exact
-
-from replaygate.stats import mann_whitney, two_proportion_diff
 
 __all__ = [
     "MEASURES",
@@ -146,6 +143,8 @@ def _rate_p_value(xb: int, nb: int, xc: int, nc: int, z_p: float) -> tuple[float
     expected = min(nb * pooled, nc * pooled, nb * (1 - pooled), nc * (1 - pooled))
     if expected >= 5:
         return z_p, "two proportions (Newcombe interval, z-test)"
+    from scipy.stats import fisher_exact
+
     _, p = fisher_exact([[xc, nc - xc], [xb, nb - xb]], alternative="two-sided")
     return float(p), "two proportions (Newcombe interval, Fisher exact test)"
 
@@ -214,6 +213,9 @@ def _continuous_diff(
         return MeasureDiff(
             name, label, kind, worse, base_value, head_value, None, None, None, None, "no data"
         )
+
+    from replaygate.stats import mann_whitney
+
     low, high = _bootstrap(base, head, stat, confidence, seed)
     test = mann_whitney(base, head)
     return MeasureDiff(
@@ -241,6 +243,8 @@ def compute_live_measures(
     window_end_ns: int | None = None,
 ) -> LiveMeasures:
     """Measure both arms and each candidate-minus-baseline difference with an interval and a test."""
+    from replaygate.stats import two_proportion_diff
+
     b, c = arm_measures(baseline), arm_measures(candidate)
     diffs: list[MeasureDiff] = []
     for name in _RATE_FLAGS:

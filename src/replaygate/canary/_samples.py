@@ -8,7 +8,7 @@ package, cost is unknown and groundedness is left out (and the status says so).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,20 +18,16 @@ from replaygate.canary._measures import RequestSample
 
 __all__ = ["groundedness_scores", "sample_from_trace"]
 
-_call_cost: Callable[[LlmCall], float | None] | None
-try:
-    from replaygate.replay._measures import call_cost as _call_cost
-except ImportError:  # pragma: no cover - the replay distribution is a dependency of the control plane
-    _call_cost = None
-
 
 @functools.lru_cache(maxsize=4096)
 def _price(
     model: str | None, provider: str | None, input_tokens: int | None, output_tokens: int | None
 ) -> float | None:
-    if _call_cost is None:
+    try:
+        from replaygate.replay._measures import call_cost
+    except ImportError:  # the replay distribution is a dependency of the control plane; be safe anyway
         return None
-    return _call_cost(LlmCall(model, provider, input_tokens, output_tokens, 0.0))
+    return call_cost(LlmCall(model, provider, input_tokens, output_tokens, 0.0))
 
 
 def _cached_call_cost(call: LlmCall) -> float | None:
