@@ -230,3 +230,37 @@ def test_resume_refuses_a_different_fingerprint_and_completes_idempotently(tmp_p
     third = run_suite(scenarios, target, {"model": "m"}, seed=1, resume=True, **kw)
     assert len(calls) == 7 and third.attempts == second.attempts
     assert json.loads(out.read_text())["run_id"] == first.run_id
+
+
+def test_a_journal_that_cannot_be_written_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import replaygate.replay._journal as journal
+
+    real_fsync = os.fsync
+    calls = {"n": 0}
+
+    def failing_fsync(fd: int) -> None:
+        calls["n"] += 1
+        if calls["n"] > 1:  # the header goes through; attempt lines do not
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(journal.os, "fsync", failing_fsync)
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        time.sleep(0.01)
+        return "ok"
+
+    scenarios = [scenario(f"s{i}", 3) for i in range(6)]
+    with pytest.raises(RunFileError, match="cannot write the journal.*No space left"):
+        run_suite(
+            scenarios,
+            target,
+            {},
+            out_path=tmp_path / "run.json",
+            progress=False,
+            code_commit=None,
+            concurrency=2,
+        )
+    assert not (tmp_path / "run.json").exists()

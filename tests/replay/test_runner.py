@@ -6,7 +6,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -251,7 +250,7 @@ def test_artifacts_written_and_a_failed_write_never_fails_the_attempt(
     def broken(*a: Any, **k: Any) -> Any:
         raise OSError("disk full")
 
-    monkeypatch.setattr(artifacts, "tempfile", SimpleNamespace(mkstemp=broken))
+    monkeypatch.setattr(artifacts, "_write_bytes", broken)
     with caplog.at_level("WARNING", logger="replaygate.replay"):
         result = run([scenario("art", repeats=1)], target, tmp_path / "second")
     [attempt] = result.attempts

@@ -12,7 +12,6 @@ import logging
 import os
 import queue
 import re
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +30,18 @@ def artifact_file(root: Path, scenario_id: str, index: int) -> Path:
     return root / _UNSAFE.sub("_", scenario_id) / f"{index}.json"
 
 
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file in the same directory, then rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_artifact(
     root: Path,
     scenario_id: str,
@@ -42,6 +53,7 @@ def write_artifact(
     spans: Sequence[SpanRecord],
     error: str | None,
     trace_id: str | None,
+    made_dirs: set[Path] | None = None,
 ) -> str | None:
     """Write one attempt's artifact atomically; return its path, or None (logged) when the write failed."""
     path = artifact_file(root, scenario_id, index)
@@ -55,17 +67,14 @@ def write_artifact(
         "messages": list(messages),
         "spans": [dict(vars(s)) for s in spans],  # shallow: json encodes nested values
     }
-    tmp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, ensure_ascii=False, default=str)
-        os.replace(tmp, path)
+        if made_dirs is None or path.parent not in made_dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if made_dirs is not None:
+                made_dirs.add(path.parent)
+        _write_bytes(path, json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8"))
     except Exception as exc:  # best-effort: never fail the attempt
         log.warning("could not write the artifact of %s#%d to %s: %s", scenario_id, index, path, exc)
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         return None
     return str(path)
 
@@ -79,6 +88,7 @@ class ArtifactWriter:
     def __init__(self, root: Path, threads: int = 4) -> None:
         self.root = root
         self.failed: set[tuple[str, int]] = set()
+        self._made_dirs: set[Path] = set()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         # A few threads: creating a file is mostly waiting on the file system, so writes overlap.
         self._threads = [
@@ -118,7 +128,7 @@ class ArtifactWriter:
                 return
             scenario_id, index, kwargs = item
             try:
-                path = write_artifact(self.root, scenario_id, index, **kwargs)
+                path = write_artifact(self.root, scenario_id, index, made_dirs=self._made_dirs, **kwargs)
             except Exception as exc:  # write_artifact logs its own failures; this is a bug guard
                 log.warning("could not write the artifact of %s#%d: %s", scenario_id, index, exc)
                 path = None

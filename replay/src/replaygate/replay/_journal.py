@@ -122,10 +122,16 @@ class JournalWriter:
 
     def append(self, attempt: Attempt) -> None:
         """Queue one finished attempt (returns at once; durable after the next group fsync)."""
+        self.extend([attempt])
+
+    def extend(self, attempts: list[Attempt]) -> None:
+        """Queue finished attempts as one item (one wake-up of the writer thread for all of them)."""
         self._raise_if_failed()
+        if not attempts:
+            return
         with self._cond:
-            self._pending += 1
-        self._queue.put(attempt)  # serialized by the writer thread
+            self._pending += len(attempts)
+        self._queue.put(attempts)  # serialized by the writer thread
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued line is written and fsynced."""
@@ -153,8 +159,8 @@ class JournalWriter:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            items = [b for b in batch if b is not _STOP]
-            stop = len(items) != len(batch)
+            items: list[Attempt] = [a for b in batch if b is not _STOP for a in b]
+            stop = any(b is _STOP for b in batch)
             if items and self._error is None:
                 try:
                     data = "".join(f'{{"kind":"attempt","attempt":{a.model_dump_json()}}}\n' for a in items)

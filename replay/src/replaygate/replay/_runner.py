@@ -391,11 +391,29 @@ async def run_suite_async(
     )
     results = list(done)
 
+    loop = asyncio.get_running_loop()
+    finished_now: list[Attempt] = []
+
+    journal_failed: list[RunFileError] = []
+
+    def hand_over() -> None:
+        # Attempts finished in one turn of the event loop go to the journal thread together.
+        batch = finished_now[:]
+        finished_now.clear()
+        try:
+            writer.extend(batch)
+        except RunFileError as exc:  # raised by the workers: a run that cannot journal stops
+            journal_failed.append(exc)
+
     async def worker() -> None:
         while todo:
+            if journal_failed:
+                raise journal_failed[0]
             scenario, index = todo.popleft()
             attempt = await attempts.run(scenario, index)
-            writer.append(attempt)
+            if not finished_now:
+                loop.call_soon(hand_over)
+            finished_now.append(attempt)
             results.append(attempt)
             report(attempt)
 
@@ -404,8 +422,11 @@ async def run_suite_async(
         async with asyncio.TaskGroup() as group:
             for _ in range(min(concurrency, len(todo))):
                 group.create_task(worker())
+    except BaseExceptionGroup as failed:  # a worker failed (journal unwritable, or a bug): say what
+        raise failed.exceptions[0] from None
     finally:
         try:
+            hand_over()
             writer.close()
         finally:
             report.close()
@@ -413,6 +434,8 @@ async def run_suite_async(
             await the_target.aclose()
             if artifact_writer is not None:
                 failed_artifacts = artifact_writer.close()
+    if journal_failed:
+        raise journal_failed[0]
     results = [_artifact_checked(a, failed_artifacts) for a in results]
 
     results.sort(key=lambda a: (a.scenario_id, a.index))
