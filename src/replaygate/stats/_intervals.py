@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Literal
 
 from scipy.stats import norm
@@ -12,6 +13,7 @@ __all__ = ["Verdict", "pass_at_k", "pass_hat_k", "scenario_verdict", "wilson_int
 Verdict = Literal["pass", "fail", "inconclusive"]
 
 
+@lru_cache(maxsize=64)
 def z_value(confidence: float) -> float:
     """Return the two-sided normal quantile for a confidence level in (0, 1)."""
     if not 0.0 < confidence < 1.0:

@@ -67,23 +67,38 @@ def minimum_detectable_drop(
     drops = np.round(np.arange(0.01, mean + 1e-9, 0.01), 4)
     if drops.size == 0:
         return None
-    q = np.clip(p[None, :] * (1.0 - drops[:, None] / mean), 0.0, 1.0)  # (G, S)
-    shape = (drops.size, n_sims, p.size)
-    xb = rng.binomial(np.broadcast_to(n, shape), np.broadcast_to(p, shape))
-    xh = rng.binomial(np.broadcast_to(n, shape), np.broadcast_to(q[:, None, :], shape))
-    delta = (xh / n - xb / n).mean(axis=2)
-    total = xb + xh
-    big_n = 2 * n
-    frac = total / big_n
-    var_x = n * frac * (1 - frac) * (big_n - n) / np.maximum(big_n - 1, 1)
-    var_t = ((2.0 / n) ** 2 * var_x).sum(axis=2) / p.size**2
-    sd = np.sqrt(var_t)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(sd > 0, np.abs(delta) / sd, 0.0)
-    pvals = 2 * norm.sf(z)
-    detected = ((pvals < alpha) & (delta < 0)).mean(axis=1)
-    hits = np.nonzero(detected >= power)[0]
-    return float(drops[hits[0]]) if hits.size else None
+    # Common random numbers: one uniform per (simulation, scenario, attempt), reused for every drop, so
+    # the simulated head outcomes fall monotonically as the drop grows and a bisection over drops is sound.
+    k_max = int(n.max())
+    attempt_mask = np.arange(k_max)[None, :] < n[:, None]  # (S, k_max)
+    u_base = rng.random((n_sims, p.size, k_max))
+    u_head = rng.random((n_sims, p.size, k_max))
+    xb = ((u_base < p[None, :, None]) & attempt_mask).sum(axis=2)
+
+    def power_at(drop: float) -> float:
+        q = np.clip(p * (1.0 - drop / mean), 0.0, 1.0)
+        xh = ((u_head < q[None, :, None]) & attempt_mask).sum(axis=2)
+        delta = (xh / n - xb / n).mean(axis=1)
+        total = xb + xh
+        big_n = 2 * n
+        frac = total / big_n
+        var_x = n * frac * (1 - frac) * (big_n - n) / np.maximum(big_n - 1, 1)
+        sd = np.sqrt(((2.0 / n) ** 2 * var_x).sum(axis=1)) / p.size
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sd > 0, np.abs(delta) / sd, np.where(delta != 0, np.inf, 0.0))
+        pvals = 2 * norm.sf(z)
+        return float(((pvals < alpha) & (delta < 0)).mean())
+
+    if power_at(float(drops[-1])) < power:
+        return None
+    lo, hi = 0, drops.size - 1  # invariant: power_at(drops[hi]) >= power
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if power_at(float(drops[mid])) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(drops[hi])
 
 
 def cohen_kappa(labels_a: Sequence[Hashable], labels_b: Sequence[Hashable]) -> float:
