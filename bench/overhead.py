@@ -93,6 +93,20 @@ def build_variants() -> dict[str, Callable[[str, str], Any]]:
     return variants
 
 
+def settle() -> None:
+    """Let the export workers drain between blocks, so no block pays for the previous one's spans."""
+    deadline = time.monotonic() + 10
+    while ri.health()["queued_spans"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        from langfuse import get_client
+
+        get_client().flush()
+    except Exception:  # noqa: BLE001 - langfuse missing or not configured
+        pass
+    time.sleep(0.02)
+
+
 def measure(variants: dict[str, Callable[[str, str], Any]]) -> tuple[dict[str, float], dict[str, float]]:
     """Median per-call wall seconds and agent-thread CPU seconds of each variant, interleaved."""
     wall: dict[str, list[float]] = {name: [] for name in variants}
@@ -111,7 +125,7 @@ def measure(variants: dict[str, Callable[[str, str], Any]]) -> tuple[dict[str, f
                 fn(MESSAGE, "s-1")
             cpu[name].append((time.thread_time() - start_cpu) / CALLS)
             wall[name].append((time.perf_counter() - start) / CALLS)
-            time.sleep(0.05)  # let the export workers drain between blocks
+            settle()
     return (
         {name: statistics.median(values) for name, values in wall.items()},
         {name: statistics.median(values) for name, values in cpu.items()},
