@@ -201,6 +201,7 @@ class CanaryController:
             base,
             cand,
             confidence=self.settings.confidence,
+            widen_confidence=self.settings.evidence.widen_confidence,
             window_start_ns=state.step_started_ns,
             window_end_ns=now,
         )
@@ -276,10 +277,13 @@ class CanaryController:
             decide, actor=actor, details={"decision_id": decision_id, "plan": chosen_plan}
         )
 
-    def widen(self, *, actor: str, reason: str = "") -> Transition:
-        """Widen to the plan's next step when the current step's evidence holds (else refused, audited)."""
-        seen = self.state()
-        evidence = self.status(seen).evidence
+    def widen(self, *, actor: str, reason: str = "", status: CanaryStatus | None = None) -> Transition:
+        """Widen to the plan's next step when the current step's evidence holds (else refused, audited).
+
+        ``status``: a status just computed (e.g. by ``check``), reused when the state has not moved since.
+        """
+        seen = status.state if status is not None else self.state()
+        evidence = status.evidence if status is not None else self.status(seen).evidence
 
         def decide(state: RolloutState) -> Transition:
             ok, why = self._evidence_for(state, seen, evidence)

@@ -4,8 +4,10 @@ Tolerances are the gate policy's guardrails (``cost``, ``latency_p50``, ``latenc
 ``escalation_rate``, ``empty_rate``, ``error_rate``; each relative or absolute); the measures the gate
 policy does not cover (negative-feedback rate, sampled groundedness) use :data:`EXTRA_TOLERANCES`.
 
-- **Widen** needs at least ``min_count`` requests in both arms of the current step and no measure whose
-  candidate-minus-baseline difference is worse than its tolerance (point estimate).
+- **Widen** needs at least ``min_count`` requests in both arms of the current step and, for every measure,
+  enough evidence that the candidate is not worse than its tolerance: the one-sided upper bound of the
+  worsening at ``widen_confidence`` (80% by default) must be within the tolerance. A clearly worse
+  candidate therefore never widens on a lucky small sample; an equal one widens once the arms are large.
 - **Breach** (automatic rollback): a measure worse than its tolerance whose difference is also
   significant at ``rollback_alpha`` (stricter than the gate's alpha, because a live canary is looked at
   again and again), with at least ``min_breach_count`` requests in both arms.
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from replaygate.canary._measures import LiveMeasures, MeasureDiff
+from replaygate.canary._measures import LiveMeasures
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -110,6 +112,7 @@ class EvidenceSettings:
     min_count: int = 50
     min_breach_count: int = 50
     rollback_alpha: float = 0.01
+    widen_confidence: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -142,15 +145,6 @@ def _fmt(name: str, value: float) -> str:
     return f"{value:+.4g}"
 
 
-def _worse_than_tolerance(d: MeasureDiff, limit: Limit) -> float | None:
-    """Return the allowed worsening when ``d`` is worse than it, else None."""
-    worsening = d.worsening
-    if worsening is None or d.baseline is None:
-        return None
-    allowed = limit.allowed(d.baseline)
-    return allowed if worsening > allowed + 1e-12 else None
-
-
 def evaluate_evidence(
     measures: LiveMeasures, tolerances: Mapping[str, Limit], settings: EvidenceSettings = EvidenceSettings()
 ) -> Evidence:
@@ -159,6 +153,7 @@ def evaluate_evidence(
     breaches: list[str] = []
     notes: list[str] = []
     nb, nc = measures.baseline.n, measures.candidate.n
+    enough_for_breach = min(nb, nc) >= settings.min_breach_count
     if nb < settings.min_count or nc < settings.min_count:
         missing.append(
             f"not enough traffic yet: {nc} candidate and {nb} baseline requests in this step "
@@ -168,19 +163,23 @@ def evaluate_evidence(
         limit = tolerances.get(d.name)
         if limit is None:
             continue
-        if d.delta is None:
+        if d.delta is None or d.baseline is None:
             if nb and nc:
                 notes.append(f"{d.label}: no data in one arm, not checked")
             continue
-        allowed = _worse_than_tolerance(d, limit)
-        if allowed is None:
-            continue
+        allowed = limit.allowed(d.baseline)
         worsening = d.worsening or 0.0
-        text = f"{d.label} is worse by {_fmt(d.name, worsening)} (tolerance {limit.describe()})"
-        missing.append(text)
-        enough = min(nb, nc) >= settings.min_breach_count
-        if enough and d.p_value is not None and d.p_value < settings.rollback_alpha:
-            breaches.append(f"{text}, p = {d.p_value:.2g} < {settings.rollback_alpha:g}")
+        if worsening > allowed + 1e-12:
+            text = f"{d.label} is worse by {_fmt(d.name, worsening)} (tolerance {limit.describe()})"
+            missing.append(text)
+            if enough_for_breach and d.p_value is not None and d.p_value < settings.rollback_alpha:
+                breaches.append(f"{text}, p = {d.p_value:.2g} < {settings.rollback_alpha:g}")
+        elif d.worst_case is not None and d.worst_case > allowed + 1e-12:
+            missing.append(
+                f"{d.label}: cannot yet rule out a worsening beyond tolerance "
+                f"(observed {_fmt(d.name, worsening)}, up to {_fmt(d.name, d.worst_case)} at "
+                f"{settings.widen_confidence:.0%} confidence; tolerance {limit.describe()})"
+            )
     if measures.candidate.cost_unknown:
         notes.append(f"cost unknown for {measures.candidate.cost_unknown} candidate requests (unknown price)")
     return Evidence(not missing, tuple(missing), tuple(breaches), tuple(notes))

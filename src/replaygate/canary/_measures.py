@@ -99,6 +99,7 @@ class MeasureDiff:
     high: float | None
     p_value: float | None
     test: str
+    worst_case: float | None = None  # one-sided upper bound of the worsening at the widen confidence
 
     @property
     def worsening(self) -> float | None:
@@ -181,10 +182,10 @@ def _bootstrap(
     base: Sequence[float],
     head: Sequence[float],
     stat: Callable[[np.ndarray], np.ndarray],
-    confidence: float,
+    probs: Sequence[float],
     seed: int,
     n_resamples: int = 1000,
-) -> tuple[float, float]:
+) -> list[float]:
     rng = np.random.default_rng(seed)
     b = np.asarray(base, float)
     h = np.asarray(head, float)
@@ -193,9 +194,7 @@ def _bootstrap(
     bi = rng.integers(0, len(b), size=(n_resamples, len(b)), dtype=np.int32)
     hi = rng.integers(0, len(h), size=(n_resamples, len(h)), dtype=np.int32)
     deltas = stat(h[hi]) - stat(b[bi])
-    alpha = 1 - confidence
-    low, high = np.quantile(deltas, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
+    return [float(x) for x in np.quantile(deltas, list(probs))]
 
 
 def _continuous_diff(
@@ -206,6 +205,7 @@ def _continuous_diff(
     head_value: float | None,
     stat: Callable[[np.ndarray], np.ndarray],
     confidence: float,
+    widen_confidence: float,
     seed: int,
 ) -> MeasureDiff:
     kind, worse, label = MEASURES[name]
@@ -216,7 +216,10 @@ def _continuous_diff(
 
     from replaygate.stats import mann_whitney
 
-    low, high = _bootstrap(base, head, stat, confidence, seed)
+    alpha = 1 - confidence
+    low, high, q_hi, q_lo = _bootstrap(
+        base, head, stat, [alpha / 2, 1 - alpha / 2, widen_confidence, 1 - widen_confidence], seed
+    )
     test = mann_whitney(base, head)
     return MeasureDiff(
         name,
@@ -230,6 +233,7 @@ def _continuous_diff(
         high,
         test.p_value,
         "Mann-Whitney U; bootstrap interval",
+        q_hi if worse else -q_lo,
     )
 
 
@@ -238,11 +242,16 @@ def compute_live_measures(
     candidate: Sequence[RequestSample],
     *,
     confidence: float = 0.95,
+    widen_confidence: float = 0.8,
     seed: int = 0,
     window_start_ns: int | None = None,
     window_end_ns: int | None = None,
 ) -> LiveMeasures:
-    """Measure both arms and each candidate-minus-baseline difference with an interval and a test."""
+    """Measure both arms and each candidate-minus-baseline difference with an interval and a test.
+
+    Each difference also carries ``worst_case``: the one-sided ``widen_confidence`` upper bound of how much
+    worse the candidate may be (what a widen is judged on).
+    """
     from replaygate.stats import two_proportion_diff
 
     b, c = arm_measures(baseline), arm_measures(candidate)
@@ -258,6 +267,7 @@ def compute_live_measures(
             continue
         pd = two_proportion_diff(b.counts[name], b.n, c.counts[name], c.n, confidence)
         p_value, test = _rate_p_value(b.counts[name], b.n, c.counts[name], c.n, pd.p_value)
+        one_sided = two_proportion_diff(b.counts[name], b.n, c.counts[name], c.n, 2 * widen_confidence - 1)
         diffs.append(
             MeasureDiff(
                 name,
@@ -271,6 +281,7 @@ def compute_live_measures(
                 pd.high,
                 p_value,
                 test,
+                one_sided.high,
             )
         )
 
@@ -283,22 +294,52 @@ def compute_live_measures(
     bl = [s.latency_s for s in baseline]
     cl = [s.latency_s for s in candidate]
     diffs.append(
-        _continuous_diff("latency_p50", bl, cl, b.latency_p50, c.latency_p50, q(0.5), confidence, seed)
+        _continuous_diff(
+            "latency_p50", bl, cl, b.latency_p50, c.latency_p50, q(0.5), confidence, widen_confidence, seed
+        )
     )
     diffs.append(
-        _continuous_diff("latency_p95", bl, cl, b.latency_p95, c.latency_p95, q(0.95), confidence, seed + 1)
+        _continuous_diff(
+            "latency_p95",
+            bl,
+            cl,
+            b.latency_p95,
+            c.latency_p95,
+            q(0.95),
+            confidence,
+            widen_confidence,
+            seed + 1,
+        )
     )
     bc = [s.cost_usd for s in baseline if s.cost_usd is not None]
     cc = [s.cost_usd for s in candidate if s.cost_usd is not None]
     diffs.append(
         _continuous_diff(
-            "cost_per_request", bc, cc, b.cost_per_request, c.cost_per_request, mean, confidence, seed + 2
+            "cost_per_request",
+            bc,
+            cc,
+            b.cost_per_request,
+            c.cost_per_request,
+            mean,
+            confidence,
+            widen_confidence,
+            seed + 2,
         )
     )
     bg = [s.groundedness for s in baseline if s.groundedness is not None]
     cg = [s.groundedness for s in candidate if s.groundedness is not None]
     diffs.append(
-        _continuous_diff("groundedness", bg, cg, b.groundedness, c.groundedness, mean, confidence, seed + 3)
+        _continuous_diff(
+            "groundedness",
+            bg,
+            cg,
+            b.groundedness,
+            c.groundedness,
+            mean,
+            confidence,
+            widen_confidence,
+            seed + 3,
+        )
     )
     return LiveMeasures(window_start_ns, window_end_ns, b, c, tuple(diffs))
 

@@ -200,7 +200,7 @@ def simulate_live_traffic(
                 break
             evidence = result.status.evidence
             if evidence is not None and evidence.can_widen:
-                t = controller.widen(actor=actor, reason="simulation: evidence holds")
+                t = controller.widen(actor=actor, reason="simulation: evidence holds", status=result.status)
                 if t.changed:
                     transitions.append(t)
     finally:
