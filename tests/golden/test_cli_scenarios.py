@@ -157,3 +157,17 @@ def test_promote_needs_an_existing_store(tmp_path: Path, capsys: pytest.CaptureF
     )
     assert code == 3 and err.strip()
     assert not (tmp_path / "g").exists()
+
+
+def test_lint_update_lock_and_missing_directory(
+    golden: GoldenSet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = golden.file_for("b-1")
+    path.write_text(path.read_text() + "  - {date: 2026-11-30, author: bob, reason: threshold raised}\n")
+    path.write_text(path.read_text().replace("threshold: 0.8", "threshold: 0.9"))
+    g = str(golden.path)
+    assert run(capsys, "scenarios", "lint", "--golden", g)[0] == 1
+    code, out, _ = run(capsys, "scenarios", "lint", "--golden", g, "--update-lock")
+    assert code == 0 and "accepted b-1" in out
+    code, _, err = run(capsys, "scenarios", "lint", "--golden", g + "-missing")
+    assert code == 3 and "no golden-set directory" in err

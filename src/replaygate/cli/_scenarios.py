@@ -78,7 +78,9 @@ def scenarios_group() -> None:
 def lint_cmd(golden: str | None, update_lock: bool, as_json: bool) -> None:
     """Report every problem with file:line and what to do; exit 1 when there is an error."""
     gs = GoldenSet(golden)
-    if update_lock and gs.path.is_dir():
+    if not gs.path.is_dir():
+        raise GoldenError(f"{gs.path}: no golden-set directory; create it or pass --golden DIR")
+    if update_lock:
         result = accept_changes(gs)
         if result.accepted and not as_json:
             click.echo(f"lock: accepted {', '.join(result.accepted)}")
