@@ -94,15 +94,19 @@ def test_raising_hanging_and_garbage_targets_are_errors_never_passes(tmp_path: P
             return 12345
         if kind == "none-answer":
             return {"answer": None}
+        if kind == "own-timeout":
+            raise TimeoutError("upstream API did not answer")
+        if kind == "exit":
+            raise SystemExit(2)
         return "good answer"
 
-    kinds = ["raise", "hang", "garbage", "none-answer", "fine"]
+    kinds = ["raise", "hang", "garbage", "none-answer", "own-timeout", "exit", "fine"]
     scenarios = [scenario(f"s-{k}", context={"kind": k}) for k in kinds]
     t0 = time.monotonic()
     result = run(scenarios, target, tmp_path, timeout_s=0.3, concurrency=10)
     assert time.monotonic() - t0 < 2.5  # the hanging attempts did not hold the run
     by = {(a.scenario_id, a.index): a for a in result.attempts}
-    assert len(by) == 10
+    assert len(by) == 14
     for k in kinds[:-1]:
         for i in range(2):
             a = by[(f"s-{k}", i)]
@@ -114,9 +118,11 @@ def test_raising_hanging_and_garbage_targets_are_errors_never_passes(tmp_path: P
         by[("s-garbage", 0)].error or ""
     )
     assert "'answer' is None" in (by[("s-none-answer", 0)].error or "")
+    assert by[("s-own-timeout", 0)].error == "target raised TimeoutError: upstream API did not answer"
+    assert by[("s-exit", 1)].error == "target raised SystemExit: 2"
     assert [a.status for a in result.attempts_for("s-fine")] == ["pass", "pass"]
-    assert result.summary["errors"] == 8 and result.summary["passes"] == 2
-    assert [e["scenario_id"] for e in result.summary["error_attempts"]][:2] == ["s-garbage", "s-garbage"]
+    assert result.summary["errors"] == 12 and result.summary["passes"] == 2
+    assert [e["scenario_id"] for e in result.summary["error_attempts"]][:2] == ["s-exit", "s-exit"]
     assert load_run(tmp_path / "run.json") == result
 
 

@@ -131,3 +131,17 @@ def test_connection_refused_is_retried_then_an_error() -> None:
     srv.server_close()  # nothing listens there now
     with pytest.raises(TargetError, match="gave up after 2 tries"):
         post(HttpTarget(url + "/x", max_retries=1, backoff_s=0.01), ["q"])
+
+
+def test_yaml_dates_in_context_travel_as_strings(server: Server) -> None:
+    import datetime as dt
+
+    async def go() -> Any:
+        target = HttpTarget(server.url + "/echo")
+        try:
+            return await target.call(["q"], {"since": dt.date(2026, 11, 29)}, {}, session_id="s")
+        finally:
+            await target.aclose()
+
+    assert asyncio.run(go()).answer == "q"
+    assert server.requests[0][2]["context"] == {"since": "2026-11-29"}

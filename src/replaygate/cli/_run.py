@@ -136,6 +136,12 @@ def run_cmd(
     policy = _load_policy(policy_path)
     judges = create_judges(kind="llm" if judge_kind == "llm" else "offline", model=judge_model)
     out_path = Path(out) if out is not None else _default_out()
+    if not resume and journal_path(out_path).exists():
+        click.echo(
+            f"note: starting a new run; the journal at {journal_path(out_path)} is replaced "
+            "(use --resume to continue that run instead)",
+            err=True,
+        )
     try:
         run = run_suite(
             scenarios,
@@ -164,7 +170,8 @@ def run_cmd(
     lines = [summary_headline(summary)] if quiet else summary_lines(summary)
     for line in lines:
         click.echo(line)
-    click.echo(f"run file: {out_path}")
+    if not quiet:
+        click.echo(f"run file: {out_path}")
     if summary["errors"]:
         click.echo(
             f"error: {summary['errors']} of {summary['attempts']} attempts errored "

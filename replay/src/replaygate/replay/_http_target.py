@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -99,6 +100,7 @@ class HttpTarget:
             "config": dict(config),
             "session_id": session_id,
         }
+        body = json.loads(json.dumps(body, default=str))  # YAML dates and the like travel as strings
         headers = {"content-type": "application/json", **self.headers}
         TraceContextTextMapPropagator().inject(headers)
         client = self._get_client()

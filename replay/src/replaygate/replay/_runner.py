@@ -135,22 +135,28 @@ class _Attempts:
             trace_id = format(span.get_span_context().trace_id, "032x")
             session_id = f"{self.run_id}/{scenario.id}/{index}"
             t0 = time.perf_counter()
+            deadline = asyncio.timeout(self.timeout_s)
             try:
-                async with asyncio.timeout(self.timeout_s):
+                async with deadline:
                     output = await self.target.call(
                         scenario.turns, scenario.context, self.config, session_id=session_id
                     )
-            except TimeoutError:
-                error = f"timed out after {self.timeout_s:g}s"
             except TargetError as exc:
                 error = str(exc)
-            except Exception as exc:
-                error = f"target raised {type(exc).__name__}: {exc}"
+            except (Exception, SystemExit) as exc:  # an agent calling sys.exit() is an error, not the end
+                if isinstance(exc, TimeoutError) and deadline.expired():
+                    error = f"timed out after {self.timeout_s:g}s"
+                else:
+                    error = f"target raised {type(exc).__name__}: {exc}"
             latency_s = time.perf_counter() - t0
             if error is not None:
                 span.set_status(Status(StatusCode.ERROR, error))
         spans = self.capture.collector.pop(trace_id)
-        summary = summarize_spans(spans)
+        try:
+            summary = summarize_spans(spans)
+        except Exception as exc:  # spans that cannot be read make an error, never a silent pass
+            summary = summarize_spans([])
+            output, error = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}"
         attempt = await self._score(scenario, index, output, error, summary, latency_s, trace_id, started)
         if self.artifacts is not None:
             path = self.artifacts.submit(
