@@ -4,6 +4,7 @@ import asyncio
 import json
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -227,3 +228,33 @@ def test_decorators_follow_the_latest_configure() -> None:
     simple("to b")
     ri.shutdown(timeout=5)
     assert len(a.get_finished_spans()) == 1 and len(b.get_finished_spans()) == 1
+
+
+def test_forked_child_exports_with_a_fresh_worker(tmp_path: Any) -> None:
+    import os
+
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    memory = InMemorySpanExporter()
+    _configure(memory)
+    simple("parent")
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork of a threaded process
+        pid = os.fork()
+    if pid == 0:  # the child: its spans must still be exported by a worker of its own
+        try:
+            simple("child")
+            ok = ri.shutdown(timeout=5)
+            names = [s.attributes.get(sc.OI_INPUT_VALUE) for s in memory.get_finished_spans()]  # type: ignore[union-attr]
+            os.write(write, json.dumps({"ok": ok, "inputs": names}).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    child = json.loads(os.read(read, 65536).decode())
+    os.close(read)
+    assert status == 0
+    assert child["ok"] is True and "child" in child["inputs"]
+    ri.shutdown(timeout=5)
+    assert [s.attributes.get(sc.OI_INPUT_VALUE) for s in memory.get_finished_spans()] == ["parent"]  # type: ignore[union-attr]

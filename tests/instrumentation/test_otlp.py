@@ -175,3 +175,30 @@ def test_env_configures_otlp(receiver: Receiver, monkeypatch: pytest.MonkeyPatch
     assert {p for p, _, _ in receiver.requests} == {"/base/v1/traces"}
     assert receiver.requests[0][1]["authorization"] == "Token abc"
     assert ri.health()["active_exporters"] == []
+
+
+def test_grpc_exporter_to_a_dead_port_costs_nothing() -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    before = ri.health()["exporters"].get(
+        "otlp", {"exported_spans": 0, "failed_spans": 0, "dropped_spans": 0}
+    )
+    ri.configure(
+        tracer_provider=TracerProvider(),
+        store=None,
+        otlp_endpoint=f"http://127.0.0.1:{port}",
+        otlp_protocol="grpc",
+        schedule_delay_s=0.05,
+    )
+    assert ri.health()["active_exporters"] == ["otlp"]
+    for i in range(50):
+        assert respond(f"q{i}", session_id="s", user_id="u").startswith("Refunds")
+    started = time.monotonic()
+    assert ri.shutdown(timeout=1.0) is False
+    assert time.monotonic() - started < 3.0
+    otlp = {k: v - before[k] for k, v in ri.health()["exporters"]["otlp"].items() if k in before}
+    assert otlp["exported_spans"] == 0 and otlp["failed_spans"] + otlp["dropped_spans"] == 200

@@ -8,8 +8,10 @@ with a deadline and then abandons what is left, counting it as dropped.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Sequence
 
@@ -61,8 +63,29 @@ class ExportSink:
         self._closed = False
         self._abandon = False
         self._busy = 0
-        self._thread = threading.Thread(target=self._run, name=f"replaygate-export-{name}", daemon=True)
-        self._thread.start()
+        self._thread = self._start_worker()
+        if hasattr(os, "register_at_fork"):
+            # A forked child (gunicorn workers, multiprocessing) gets a fresh queue and worker thread.
+            ref = weakref.ref(self)
+
+            def after_fork_in_child() -> None:
+                sink = ref()
+                if sink is not None:
+                    sink._after_fork()
+
+            os.register_at_fork(after_in_child=after_fork_in_child)
+
+    def _start_worker(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name=f"replaygate-export-{self.name}", daemon=True)
+        thread.start()
+        return thread
+
+    def _after_fork(self) -> None:
+        self._queue = deque()
+        self._wake = threading.Event()
+        self._busy = 0
+        if not self._closed:
+            self._thread = self._start_worker()
 
     def offer(self, span: ReadableSpan) -> None:
         """Queue a finished span; count it as dropped when the queue is full or closed."""
