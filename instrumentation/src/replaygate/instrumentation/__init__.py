@@ -45,15 +45,21 @@ Where spans go — ``configure(...)`` (call it again to change; the last call wi
 - extra ``SpanExporter`` objects (``exporters=[...]``).
 
 ``configure`` attaches its processor to the global SDK TracerProvider when one exists (other tools' spans
-are untouched), creates one when there is none, or uses an isolated provider given as
-``tracer_provider=`` (then nothing reaches the global provider). Without any ``configure`` call the
-decorators use the global provider; when that is the default no-op one they cost almost nothing.
+are untouched, and only traces replaygate took part in are exported), creates one when there is none, or
+uses an isolated provider given as ``tracer_provider=`` (then nothing reaches the global provider).
+Without any ``configure`` call the decorators use the global provider; when that is the default no-op
+one they cost almost nothing.
 Export is asynchronous and bounded: each exporter has its own queue and worker thread, a dead collector
 costs the agent nothing but dropped spans (counted in ``health()``), and ``shutdown(timeout)`` (also run
 at exit) flushes with a deadline. Redaction (API keys such as ``sk-…``, bearer tokens, e-mail addresses
 and your patterns) runs on every span before any exporter sees it. With content capture off for an
 exporter, text (inputs, outputs, messages, tool payloads, retrieved text) is replaced by
 ``sha256:<hex>``. Instrumentation faults never reach the agent: they are counted and logged once.
+``health()`` returns the counters: exported, dropped (queue full or left at shutdown) and failed spans,
+export errors, instrumentation faults, redactions, spans queued now, and the same per exporter.
+To keep the decorated call cheap, ``gen_ai.input.messages``, ``gen_ai.output.messages`` and
+``gen_ai.conversation.id`` of agent spans are derived from ``input.value``, ``output.value`` and
+``session.id`` by the export workers (and by ``SpanCollector``), not on the agent's thread.
 
 Environment variables (an explicit ``configure`` argument wins):
 
