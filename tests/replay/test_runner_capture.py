@@ -105,7 +105,7 @@ class TraceparentServer(ThreadingHTTPServer):
 @pytest.fixture
 def remote() -> Iterator[TraceparentServer]:
     srv = TraceparentServer()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield srv
     srv.shutdown()
     srv.server_close()

@@ -64,7 +64,7 @@ class Server(ThreadingHTTPServer):
 @pytest.fixture
 def server() -> Iterator[Server]:
     srv = Server()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield srv
     srv.shutdown()
