@@ -364,3 +364,19 @@ def test_annotate_agent(memory: InMemorySpanExporter) -> None:
     (agent,) = by_name(memory.get_finished_spans(), "invoke_agent")
     assert (agent.attributes or {})[sc.RG_VARIANT] == "candidate"
     assert (agent.attributes or {})[sc.RG_CONFIG_ID] == "cfg-2"
+
+
+def test_stream_argument_errors_raise_at_call_time(memory: InMemorySpanExporter) -> None:
+    @ri.trace_agent
+    def stream(message: str) -> Any:
+        yield message
+
+    @ri.trace_agent
+    async def astream(message: str) -> Any:
+        yield message
+
+    with pytest.raises(TypeError):
+        stream()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        astream("a", "b")  # type: ignore[call-arg]
+    assert memory.get_finished_spans() == ()

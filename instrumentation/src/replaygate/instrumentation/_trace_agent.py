@@ -144,7 +144,7 @@ def _async_wrapper(spec: AgentSpec) -> Callable[..., Any]:
 
 def _generator(
     spec: AgentSpec,
-    wrapped: Callable[..., Generator[Any, Any, Any]],
+    inner: Generator[Any, Any, Any],
     instance: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -152,16 +152,8 @@ def _generator(
 ) -> Generator[Any, Any, Any]:
     run = _start(spec, instance, args, kwargs, parent)
     if run is None:
-        return (yield from wrapped(*args, **kwargs))
+        return (yield from inner)
     collected = _Collected()
-    token = _attach(run)
-    try:
-        inner = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        _detach(token)
-        run.finish(None, exc)
-        raise
-    _detach(token)
     sent: Any = None
     thrown: BaseException | None = None
     while True:
@@ -201,7 +193,7 @@ def _generator(
 
 async def _async_generator(
     spec: AgentSpec,
-    wrapped: Callable[..., AsyncGenerator[Any, Any]],
+    inner: AsyncGenerator[Any, Any],
     instance: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -209,15 +201,6 @@ async def _async_generator(
 ) -> AsyncGenerator[Any, Any]:
     run = _start(spec, instance, args, kwargs, parent)
     collected = _Collected()
-    token = _attach(run) if run is not None else None
-    try:
-        inner = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        _detach(token)
-        if run is not None:
-            run.finish(None, exc)
-        raise
-    _detach(token)
     sent: Any = None
     thrown: BaseException | None = None
     while True:
@@ -266,8 +249,10 @@ def _generator_wrapper(spec: AgentSpec, is_async: bool) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        # Creating the generator runs none of its body but checks the arguments now, as undecorated.
+        inner = wrapped(*args, **kwargs)
         # The parent is the context of the call, not of whoever iterates later.
-        return driver(spec, wrapped, instance, args, kwargs, otel_context.get_current())
+        return driver(spec, inner, instance, args, kwargs, otel_context.get_current())
 
     return wrapper
 
