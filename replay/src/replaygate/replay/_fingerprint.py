@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,8 +15,8 @@ __all__ = ["build_fingerprint", "fingerprint_differences", "git_commit", "judge_
 
 
 def utc_now() -> str:
-    """Return the current time as ISO 8601 UTC with seconds."""
-    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    """Return the current time as ISO 8601 UTC with seconds, e.g. ``2026-11-29T18:30:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
