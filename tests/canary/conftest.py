@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import LlmCall, TraceRecord, TraceSummary
+from replaygate.instrumentation._records import Chunk, LlmCall, TraceRecord, TraceSummary
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
 from replaygate.gate import SignedDecision
@@ -26,6 +26,7 @@ def make_trace(
     latency_s: float = 1.0,
     model: str | None = "gpt-4o-mini",
     output: str = "Your order ships tomorrow.",
+    chunks: tuple[Chunk, ...] = (),
 ) -> TraceRecord:
     reasons = tuple(
         r
@@ -43,7 +44,7 @@ def make_trace(
         output=answer,
         outputs=(answer,),
         error="TimeoutError: slow" if error else None,
-        chunks=(),
+        chunks=chunks,
         tool_calls=(),
         llm_calls=(LlmCall(model, "openai", 500, 100, latency_s),),
         escalated=escalated,

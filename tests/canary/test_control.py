@@ -203,3 +203,24 @@ def test_concurrent_rollback_and_widen_processes(tmp_path: Path) -> None:
     applied = [e for e in entries if e.outcome == "applied"]
     assert state.version == len(applied)  # one version per applied action: none lost or doubled
     store.close()
+
+
+def test_groundedness_is_sampled_with_the_offline_judge(
+    make_controller: Callable[..., CanaryController], traces: Any
+) -> None:
+    from replaygate.instrumentation._records import Chunk
+
+    text = "Orders ship within 2 business days from our Berlin warehouse."
+    doc = (Chunk("shipping#1", 0.9, 1, text),)
+    ctl = make_controller(min_count=5, groundedness_sample=10)
+    ctl.start("dec-pass", actor="ana")
+    traces.add(
+        "baseline", 20, chunks=doc, output="Orders ship within 2 business days from our Berlin warehouse."
+    )
+    traces.add("candidate", 20, chunks=doc, output="Orders ship within 9 days from our Paris warehouse.")
+    status = ctl.status()
+    assert status.measures is not None
+    g = status.measures.diff("groundedness")
+    assert status.measures.baseline.groundedness_n == 10 and status.measures.candidate.groundedness_n == 10
+    assert g.baseline is not None and g.candidate is not None and g.baseline > g.candidate
+    assert g.worsening is not None and g.worsening > 0

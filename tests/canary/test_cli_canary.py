@@ -1,0 +1,107 @@
+"""The canary CLI: decisions, start, status, widen, check, rollback, simulate, serve config, hash-password."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from werkzeug.security import check_password_hash
+
+from replaygate.canary import CanaryController
+from replaygate.cli import _canary
+from replaygate.cli._main import cli
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch, make_controller: Callable[..., CanaryController]) -> CliRunner:
+    ctl = make_controller(min_count=20)
+    monkeypatch.setattr(_canary, "_controller", lambda store, policy, min_count=None: ctl)
+    return CliRunner()
+
+
+def test_start_status_widen_rollback(runner: CliRunner, traces: Any) -> None:
+    out = runner.invoke(cli, ["canary", "decisions"])
+    assert out.exit_code == 0 and "dec-pass" in out.output and "dec-block" not in out.output
+    refused = runner.invoke(cli, ["canary", "start", "dec-block", "--by", "ana"])
+    assert refused.exit_code == 1 and "only a signed pass" in refused.output
+    bad_plan = runner.invoke(cli, ["canary", "start", "dec-pass", "--plan", "5,1"])
+    assert bad_plan.exit_code == 2 and "increase" in bad_plan.output
+    started = runner.invoke(cli, ["canary", "start", "dec-pass", "--by", "ana", "--plan", "10,50,100"])
+    assert started.exit_code == 0 and "now canary 10% (step 1 of 3)" in started.output
+    widen = runner.invoke(cli, ["canary", "widen", "--by", "ana"])
+    assert widen.exit_code == 1 and "not enough traffic yet" in widen.output
+    traces.add("baseline", 200)
+    traces.add("candidate", 60)
+    status = runner.invoke(cli, ["canary", "status", "--json"])
+    data = json.loads(status.output)
+    assert data["state"]["status"] == "canary" and data["measures"]["candidate_n"] == 60
+    assert data["evidence"]["can_widen"] is True
+    assert runner.invoke(cli, ["canary", "status"]).exit_code == 0
+    widened = runner.invoke(cli, ["canary", "widen", "--by", "ana", "--reason", "clean"])
+    assert widened.exit_code == 0 and "canary 50%" in widened.output
+    check = runner.invoke(cli, ["canary", "check"])
+    assert check.exit_code == 0
+    rolled = runner.invoke(cli, ["canary", "rollback", "--by", "bo", "--reason", "pager"])
+    assert rolled.exit_code == 0 and "rolled back" in rolled.output
+    again = runner.invoke(cli, ["canary", "rollback", "--by", "bo", "--reason", "pager"])
+    assert again.exit_code == 0 and "nothing to do" in again.output
+    assert runner.invoke(cli, ["canary", "rollback"]).exit_code == 2  # --reason is required
+
+
+def test_check_exits_1_on_breach_and_rolls_back(runner: CliRunner, traces: Any) -> None:
+    runner.invoke(cli, ["canary", "start", "dec-pass", "--plan", "50,100"])
+    traces.add("baseline", 200)
+    traces.add("candidate", 100, error=True)
+    out = runner.invoke(cli, ["canary", "check", "--json"])
+    assert out.exit_code == 1
+    data = json.loads(out.output)
+    assert data["rolled_back"] is True and data["evidence"]["breaches"]
+    assert data["state"]["status"] == "canary"  # the status as evaluated, before the rollback
+    assert "rolled back" in runner.invoke(cli, ["canary", "status"]).output
+
+
+def test_simulate_command(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_simulate(ctl: Any, **kwargs: Any) -> Any:
+        from replaygate.canary import SimulationReport
+
+        seen.update(kwargs)
+        return SimulationReport(seed=kwargs["seed"], requests=10, batches=1, candidate_requests=2,
+                                final_status="canary", final_share=0.1)  # fmt: skip
+
+    monkeypatch.setattr("replaygate.canary._simulate.simulate_live_traffic", fake_simulate)
+    none = runner.invoke(cli, ["canary", "simulate"])
+    assert none.exit_code == 2 and "no canary is running" in none.output
+    out = runner.invoke(
+        cli, ["canary", "simulate", "--start", "dec-pass", "--plant-escalation", "0.1", "--seed", "4"]
+    )
+    assert out.exit_code == 0, out.output
+    assert seen["seed"] == 4 and seen["candidate"].escalation_rate == pytest.approx(0.2)
+    assert "10 requests (2 on the candidate)" in out.output
+
+
+def test_hash_password() -> None:
+    out = CliRunner().invoke(cli, ["hash-password", "--password-stdin"], input="s3cret\n")
+    assert out.exit_code == 0 and check_password_hash(out.output.strip(), "s3cret")
+    assert CliRunner().invoke(cli, ["hash-password", "--password-stdin"], input="\n").exit_code == 2
+
+
+def test_users_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaygate.canary import CanaryError
+    from replaygate.web import hash_password, load_users
+
+    path = tmp_path / "users.yaml"
+    ana = f"  ana: {{password_hash: '{hash_password('pw')}', role: releaser}}\n"
+    path.write_text(f"users:\n{ana}  bo: {{password_hash: x}}\n")
+    users = load_users(path)
+    assert users["ana"].can_act and users["bo"].role == "viewer" and not users["bo"].can_act
+    path.write_text("users:\n  eve: {password_hash: x, role: admin}\n")
+    with pytest.raises(CanaryError, match="viewer or releaser"):
+        load_users(path)
+    monkeypatch.setenv("REPLAYGATE_USERS", "users: {cy: {password_hash: h, role: releaser}}")
+    assert load_users()["cy"].role == "releaser"
