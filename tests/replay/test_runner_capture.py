@@ -122,3 +122,34 @@ def test_http_target_joins_the_attempt_trace(tmp_path: Path, remote: Traceparent
     sent = {tp.split("-")[1]: session for tp, session in remote.seen}
     assert set(sent) == {a.trace_id for a in run.attempts}  # W3C traceparent carries the attempt's trace id
     assert all(session.startswith(run.run_id + "/remote/") for session in sent.values())
+
+
+def test_agent_calls_after_the_run_are_not_kept(tmp_path: Path) -> None:
+    from replaygate.replay import _capture
+
+    captures: list[Any] = []
+    real_open = _capture.open_capture
+
+    def spy() -> Any:
+        captures.append(real_open())
+        return captures[-1]
+
+    import replaygate.replay._runner as runner
+
+    original = runner.open_capture
+    runner.open_capture = spy
+    try:
+        run_suite(
+            [scenario("after", repeats=1)],
+            target,
+            {},
+            out_path=tmp_path / "r.json",
+            progress=False,
+            code_commit=None,
+        )
+    finally:
+        runner.open_capture = original
+    [capture] = captures
+    for _ in range(5):
+        respond("refund ORD-1 please")  # the agent used again, outside any run
+    assert capture.collector.trace_ids() == []

@@ -11,15 +11,38 @@ the target returns, the runner pops that trace's spans and summarizes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import Tracer
 from replaygate.instrumentation import SpanCollector, configure
 
 __all__ = ["ATTEMPT_SPAN_NAME", "Capture", "open_capture"]
 
 ATTEMPT_SPAN_NAME = "replay attempt"
+
+
+class _WhileOpen(SpanProcessor):
+    """Forwards finished spans to the collector until the run closes (later agent calls keep nothing)."""
+
+    def __init__(self, collector: SpanCollector) -> None:
+        self.collector = collector
+        self.open = True
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.open:
+            self.collector.on_end(span)
+
+    def shutdown(self) -> None:
+        self.open = False
+        self.collector.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
 
 
 @dataclass
@@ -29,10 +52,11 @@ class Capture:
     provider: TracerProvider
     collector: SpanCollector
     tracer: Tracer
+    _gate: _WhileOpen = field(repr=False)
 
     def close(self) -> None:
-        """Drop spans left over (from attempts that timed out) and shut the provider down."""
-        self.collector.clear()
+        """Stop collecting, drop spans left over (from attempts that timed out), shut the provider down."""
+        self._gate.shutdown()
         self.provider.shutdown()
 
 
@@ -41,5 +65,8 @@ def open_capture() -> Capture:
     provider = TracerProvider()
     configure(tracer_provider=provider, store=None, otlp_endpoint=False, langfuse=False)
     collector = SpanCollector()
-    provider.add_span_processor(collector)
-    return Capture(provider=provider, collector=collector, tracer=provider.get_tracer("replaygate.replay"))
+    gate = _WhileOpen(collector)
+    provider.add_span_processor(gate)
+    return Capture(
+        provider=provider, collector=collector, tracer=provider.get_tracer("replaygate.replay"), _gate=gate
+    )
