@@ -258,3 +258,18 @@ def test_forked_child_exports_with_a_fresh_worker(tmp_path: Any) -> None:
     assert child["ok"] is True and "child" in child["inputs"]
     ri.shutdown(timeout=5)
     assert [s.attributes.get(sc.OI_INPUT_VALUE) for s in memory.get_finished_spans()] == ["parent"]  # type: ignore[union-attr]
+
+
+def test_unwritable_store_never_reaches_the_agent(tmp_path: Any) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the store's folder should be")
+    before = ri.health()
+    ri.configure(
+        tracer_provider=TracerProvider(), store=str(blocker / "replaygate.db"), schedule_delay_s=0.05
+    )
+    assert [simple(f"m{i}") for i in range(5)] == [f"M{i}" for i in range(5)]
+    ri.shutdown(timeout=5)
+    after = ri.health()
+    # the store opens lazily: every export fails, and each failure is counted
+    assert after["failed_spans"] - before["failed_spans"] == 5
+    assert after["export_errors"] - before["export_errors"] >= 1
