@@ -194,3 +194,29 @@ def test_stream_parent_is_the_call_site(memory: InMemorySpanExporter) -> None:
     spans = {s.name: s for s in memory.get_finished_spans()}
     assert spans["invoke_agent inner"].parent is not None
     assert spans["invoke_agent inner"].parent.span_id == spans["invoke_agent outer"].context.span_id
+
+
+def test_child_span_held_across_yield_and_resumed_in_another_task(
+    memory: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    @ri.trace_agent(name="holder")
+    async def stream(message: str) -> Any:
+        with ri.tool_call("streaming_tool") as t:  # the tool span stays open across the yields
+            yield "a"
+            yield "b"
+            t.set_result("done")
+
+    async def main() -> list[str]:
+        gen = stream("q")
+        first = await asyncio.create_task(gen.__anext__())
+        second = await asyncio.create_task(gen.__anext__())
+        rest = [x async for x in gen]
+        return [first, second, *rest]
+
+    assert asyncio.run(main()) == ["a", "b"]
+    _no_detach_errors(caplog)
+    agent, (tool,) = _agent_and_children(memory)
+    assert tool.parent is not None and tool.parent.span_id == agent.context.span_id
+    assert (agent.attributes or {})[sc.OI_OUTPUT_VALUE] == "ab"

@@ -63,6 +63,7 @@ class ExportSink:
         self._closed = False
         self._abandon = False
         self._busy = 0
+        self._warned = False
         self._thread = self._start_worker()
         if hasattr(os, "register_at_fork"):
             # A forked child (gunicorn workers, multiprocessing) gets a fresh queue and worker thread.
@@ -91,14 +92,16 @@ class ExportSink:
         """Queue a finished span; count it as dropped when the queue is full or closed."""
         if self._closed or len(self._queue) >= self._max_queue:
             HEALTH.add("dropped_spans", exporter=self.name)
-            if HEALTH.first_time(f"drop:{self.name}"):
-                logger.warning(
-                    "replaygate: the %s export queue is full (%d spans) or closed; spans are dropped and "
-                    "counted in health()['dropped_spans']. Is the %s destination reachable?",
-                    self.name,
-                    self._max_queue,
-                    self.name,
-                )
+            if not self._warned:
+                self._warned = True
+                if HEALTH.first_time(f"drop:{self.name}"):
+                    logger.warning(
+                        "replaygate: the %s export queue is full (%d spans) or closed; spans are dropped and "
+                        "counted in health()['dropped_spans']. Is the %s destination reachable?",
+                        self.name,
+                        self._max_queue,
+                        self.name,
+                    )
             return
         self._queue.append(span)
         if len(self._queue) >= self._max_batch:

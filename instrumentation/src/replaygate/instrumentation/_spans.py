@@ -67,6 +67,7 @@ class SpanScope(Generic[H]):
         self._kind = kind
         self._span: trace.Span | None = None
         self._token: object | None = None
+        self._context: otel_context.Context | None = None
 
     def __enter__(self) -> H:
         try:
@@ -74,7 +75,8 @@ class SpanScope(Generic[H]):
             if tracer is not None:
                 attrs = {k: v for k, v in self._attributes().items() if v is not None}
                 self._span = tracer.start_span(self._name, kind=self._kind, attributes=attrs)
-                self._token = otel_context.attach(trace.set_span_in_context(self._span))
+                self._context = trace.set_span_in_context(self._span)
+                self._token = otel_context.attach(self._context)
         except Exception as exc:  # noqa: BLE001
             fault(f"starting span {self._name!r}", exc)
         return self._make_handle(self._span)
@@ -85,7 +87,9 @@ class SpanScope(Generic[H]):
         span, token = self._span, self._token
         self._span = self._token = None
         try:
-            if token is not None:
+            # Held across a ``yield`` and closed from another task, the context cannot be restored (and
+            # OTel would log "Failed to detach context"): detach only when ours is still the current one.
+            if token is not None and otel_context.get_current() is self._context:
                 otel_context.detach(token)  # type: ignore[arg-type]
             if span is not None:
                 if exc is not None:
