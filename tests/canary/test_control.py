@@ -63,6 +63,12 @@ def test_check_rolls_back_a_breach_and_says_why(
     assert "automatic rollback: escalation rate is worse" in result.rollback.reason
     assert ctl.state().status == "rolled_back"
     assert ctl.audit()[0].actor == "replaygate check"
+    # after the rollback, the status still shows the rolled-back step's measures (why it was rolled back)
+    traces.add("baseline", 100)  # traffic after the rollback is not in that window
+    after = ctl.status()
+    assert (
+        after.measures is not None and after.measures.candidate.n == 300 and after.measures.baseline.n == 600
+    )
     # checking again is quiet: nothing left to roll back
     again = ctl.check()
     assert again.rollback is None

@@ -190,7 +190,9 @@ class CanaryController:
         if state.status == "idle" or state.step_started_ns is None:
             return CanaryStatus(state, None, None)
         now = self.clock()
-        base_t, cand_t = self._samples(state.step_started_ns)
+        # a rolled-back canary keeps its last step's window, up to the rollback
+        until = state.updated_ns if state.status == "rolled_back" else None
+        base_t, cand_t = self._samples(state.step_started_ns, until)
         notes: list[str] = []
         base = [sample_from_trace(r) for r in base_t]
         cand = [sample_from_trace(r) for r in cand_t]
@@ -203,7 +205,7 @@ class CanaryController:
             confidence=self.settings.confidence,
             widen_confidence=self.settings.evidence.widen_confidence,
             window_start_ns=state.step_started_ns,
-            window_end_ns=now,
+            window_end_ns=until or now,
         )
         evidence = evaluate_evidence(measures, self.tolerances, self.settings.evidence)
         series = self._series(state, now, series_bins) if series_bins > 0 else []

@@ -228,7 +228,6 @@ def rollback(state: RolloutState, *, now_ns: int, reason: str) -> Transition:
         return Transition("rollback", state, state, "noop", reason or "already rolled back")
     if state.status == "idle":
         return Transition("rollback", state, state, "noop", reason or "nothing to roll back: no rollout")
-    after = replace(
-        state, status="rolled_back", step_started_ns=now_ns, updated_ns=now_ns, reason=reason or None
-    )
+    # the step's window is kept (ending at updated_ns) so the measures still show why it was rolled back
+    after = replace(state, status="rolled_back", updated_ns=now_ns, reason=reason or None)
     return Transition("rollback", state, after, "applied", reason or "rolled back")
