@@ -210,8 +210,7 @@ class AgentRun:
                 reasons.add("escalation")
             if self.explicit:
                 reasons.add("explicit")
-            if reasons:  # absent means none (and keeps the common path cheap)
-                attrs[sc.RG_FAILURE_REASONS] = tuple(r for r in _AGENT_REASONS if r in reasons)
+            attrs[sc.RG_FAILURE_REASONS] = tuple(r for r in _AGENT_REASONS if r in reasons) if reasons else ()
             self.span.set_attributes(attrs)
         except Exception as fault_exc:  # noqa: BLE001
             fault("finishing the agent span", fault_exc)
