@@ -1,0 +1,181 @@
+"""One attempt: call the target under a root span, capture its spans, score it, queue its artifact.
+
+Every way an attempt can go wrong ends here as an ``error`` attempt with the message: the target raised
+(including its own ``TimeoutError`` or ``sys.exit``), the deadline passed (``timed out after Xs``), the
+output was garbage, the spans could not be read, or scoring failed. Nothing is a pass by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Mapping
+from typing import Any, Protocol
+
+from opentelemetry.trace import Status, StatusCode
+from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation._summary import summarize_spans
+from replaygate.replay._artifacts import ArtifactWriter
+from replaygate.replay._capture import ATTEMPT_SPAN_NAME, Capture
+from replaygate.replay._errors import TargetError
+from replaygate.replay._fingerprint import utc_now
+from replaygate.replay._measures import compute_measures
+from replaygate.replay._runfile import Attempt, Measures
+from replaygate.replay._scenario import Scenario
+from replaygate.replay._target import Target, TargetOutput
+
+__all__ = ["AttemptRunner", "Scorer"]
+
+
+class Scorer(Protocol):
+    """The scoring seam (``score_attempt``): returns an object with the ``ScoreOutcome`` fields."""
+
+    def __call__(
+        self,
+        scenario: Scenario,
+        *,
+        answer: str | None,
+        label: str | None,
+        summary: TraceSummary,
+        latency_s: float,
+        judges: Mapping[str, Any],
+    ) -> Awaitable[Any]: ...
+
+
+def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
+    try:
+        measures = compute_measures(summary, answer=None, latency_s=latency_s)
+    except Exception:  # measuring must not hide the error being reported
+        return Measures(latency_s=latency_s)
+    return measures.model_copy(update={"empty": False})
+
+
+class AttemptRunner:
+    """Runs one attempt; shared state of a run (target, capture, scoring, artifacts)."""
+
+    def __init__(
+        self,
+        *,
+        target: Target,
+        config: Mapping[str, Any],
+        capture: Capture,
+        scorer: Scorer,
+        judges: Mapping[str, Any],
+        timeout_s: float,
+        run_id: str,
+        artifacts: ArtifactWriter | None,
+    ) -> None:
+        self.target = target
+        self.config = dict(config)
+        self.capture = capture
+        self.scorer = scorer
+        self.judges = judges
+        self.timeout_s = timeout_s
+        self.run_id = run_id
+        self.artifacts = artifacts
+
+    async def run(self, scenario: Scenario, index: int) -> Attempt:
+        started = utc_now()
+        output: TargetOutput | None = None
+        error: str | None = None
+        attributes: dict[str, str | int] = {
+            "replaygate.scenario.id": scenario.id,
+            "replaygate.attempt.index": index,
+        }
+        with self.capture.tracer.start_as_current_span(ATTEMPT_SPAN_NAME, attributes=attributes) as span:
+            trace_id = format(span.get_span_context().trace_id, "032x")
+            session_id = f"{self.run_id}/{scenario.id}/{index}"
+            t0 = time.perf_counter()
+            deadline = asyncio.timeout(self.timeout_s)
+            try:
+                async with deadline:
+                    output = await self.target.call(
+                        scenario.turns, scenario.context, self.config, session_id=session_id
+                    )
+            except TargetError as exc:
+                error = str(exc)
+            except (Exception, SystemExit) as exc:  # an agent calling sys.exit() is an error, not the end
+                if isinstance(exc, TimeoutError) and deadline.expired():
+                    error = f"timed out after {self.timeout_s:g}s"
+                else:
+                    error = f"target raised {type(exc).__name__}: {exc}"
+            latency_s = time.perf_counter() - t0
+            if error is not None:
+                span.set_status(Status(StatusCode.ERROR, error))
+        spans = self.capture.collector.pop(trace_id)
+        try:
+            summary = summarize_spans(spans)
+        except Exception as exc:  # spans that cannot be read make an error, never a silent pass
+            summary = summarize_spans([])
+            output, error = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}"
+        attempt = await self._score(scenario, index, output, error, summary, latency_s, trace_id, started)
+        if self.artifacts is not None:
+            path = self.artifacts.submit(
+                scenario.id,
+                index,
+                answer=output.answer if output else None,
+                label=output.label if output else None,
+                messages=output.messages if output else [],
+                spans=spans,
+                error=attempt.error,
+                trace_id=trace_id,
+            )
+            attempt = attempt.model_copy(update={"artifact_path": path})
+        return attempt
+
+    async def _score(
+        self,
+        scenario: Scenario,
+        index: int,
+        output: TargetOutput | None,
+        error: str | None,
+        summary: TraceSummary,
+        latency_s: float,
+        trace_id: str,
+        started: str,
+    ) -> Attempt:
+        common: dict[str, Any] = {
+            "scenario_id": scenario.id,
+            "index": index,
+            "trace_id": trace_id,
+            "started": started,
+        }
+        if output is None:
+            return Attempt(
+                status="error",
+                error=error or "the target returned nothing",
+                measures=_error_measures(summary, latency_s),
+                **common,
+            )
+        try:
+            outcome = await self.scorer(
+                scenario,
+                answer=output.answer,
+                label=output.label,
+                summary=summary,
+                latency_s=latency_s,
+                judges=self.judges,
+            )
+            if outcome.status not in ("pass", "fail", "error"):
+                raise ValueError(f"the scorer returned status {outcome.status!r}")
+            # Built without re-validation: the scorer returns the run file's own models (typed), and
+            # validating every nested result again is a measurable share of a fast target's attempt.
+            return Attempt.model_construct(
+                status=outcome.status,
+                error=outcome.error,
+                answer=output.answer,
+                checks=list(outcome.checks),
+                judges=list(outcome.judges),
+                retrieval=outcome.retrieval,
+                measures=outcome.measures,
+                attribution=outcome.attribution,
+                **common,
+            )
+        except Exception as exc:
+            return Attempt(
+                status="error",
+                error=f"scoring failed: {type(exc).__name__}: {exc}",
+                answer=output.answer,
+                measures=_error_measures(summary, latency_s),
+                **common,
+            )
