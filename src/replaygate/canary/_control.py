@@ -208,10 +208,14 @@ class CanaryController:
             window_end_ns=until or now,
         )
         evidence = evaluate_evidence(measures, self.tolerances, self.settings.evidence)
-        series = self._series(state, now, series_bins) if series_bins > 0 else []
+        series = self.series(state, series_bins, now=now) if series_bins > 0 else []
         return CanaryStatus(state, measures, evidence, tuple(series), tuple(notes) + evidence.notes)
 
-    def _series(self, state: RolloutState, now: int, bins: int) -> list[SeriesPoint]:
+    def series(self, state: RolloutState, bins: int = 12, *, now: int | None = None) -> list[SeriesPoint]:
+        """The failure rate per arm over the whole rollout, in ``bins`` time bins."""
+        now = self.clock() if now is None else now
+        if state.status == "rolled_back" and state.updated_ns is not None:
+            now = state.updated_ns
         start = state.started_ns or state.step_started_ns
         if start is None:
             return []

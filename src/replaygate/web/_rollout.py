@@ -47,18 +47,22 @@ def _actor() -> str:
 def index() -> str:
     """The rollout page: state, shares, decision and fingerprints, measures, series, buttons."""
     ctl = controller()
+    status = None
     if web_config().auto_check:
         result = ctl.check(actor="release page (automatic check)")
         if result.rollback is not None and result.rollback.changed:
             flash(f"Automatic rollback: {result.rollback.reason}", "error")
-    status = ctl.status(series_bins=12)
+        else:
+            status = result.status  # nothing changed: reuse what the check measured
+    if status is None:
+        status = ctl.status()
     return render_template(
         "index.html",
         status=status,
         state=status.state,
         decision=decision_for(status.state.decision_id),
         decisions=ctl.signed_decisions(),
-        series=series_svg(status.series),
+        series=series_svg(ctl.series(status.state) if status.state.status != "idle" else []),
         tolerances=ctl.tolerances,
         audit=ctl.audit(limit=5),
         default_plan=",".join(f"{p * 100:g}" for p in ctl.settings.plan),
