@@ -2,7 +2,6 @@ import datetime as dt
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 from replaygate.replay._journal import journal_path
@@ -118,6 +117,7 @@ def test_clean_run_exits_0_and_records_the_fingerprint(
     assert len(out.splitlines()) == 1  # --quiet: the summary line only
     run = load_run(project / "runs" / "good.json")
     assert [s.id for s in run.scenarios] == ["a-fine"]
+    assert all(a.artifact_path and Path(a.artifact_path).is_file() for a in run.attempts)
     fp = run.fingerprint
     assert (fp.k, fp.seed, fp.tier, fp.target) == (3, 5, "smoke", "rg_cli_targets:good")
     assert fp.policy_hash == content_hash({"tolerances": {"score": 0.02}}) and run.policy is not None
@@ -176,7 +176,8 @@ def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.Capture
     assert "cannot resume" in capsys.readouterr().err
 
     for i in (1, 2):
-        assert cli(args + ["--out", f"shard{i}.json", "--shard", f"{i}/2"]) == 0
+        assert cli(args + ["--out", f"shard{i}.json", "--shard", f"{i}/2", "--no-artifacts"]) == 0
+        assert all(a.artifact_path is None for a in load_run(project / f"shard{i}.json").attempts)
     assert cli(["merge", "merged.json", "shard2.json", "shard1.json"]) == 0
     merged = load_run(project / "merged.json")
     assert [(a.scenario_id, a.index, a.status) for a in merged.attempts] == [
@@ -207,8 +208,8 @@ def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
         "--resume",
         "--quiet",
         "--shard",
+        "--no-artifacts",
     ):
         assert option in text
     assert all(cli([c, "--help"]) == 0 for c in ("merge", "fingerprint"))
     capsys.readouterr()
-    _: Any = None

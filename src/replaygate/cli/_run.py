@@ -5,7 +5,8 @@ r"""``replaygate run``, ``replaygate merge`` and ``replaygate fingerprint``.
     replaygate run --target examples.support_agent.target:run_session \
         --config examples/support_agent/configs/candidate.yaml --golden examples/support_agent/golden \
         --tier release --repeats 5 --concurrency 8 --timeout 60 --seed 0 --policy gate-policy.yaml \
-        --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--judge offline|llm --judge-model M]
+        --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--judge offline|llm --judge-model M] \
+        [--no-artifacts]
     replaygate merge runs/all.json runs/shard-*.json
     replaygate fingerprint runs/candidate.json [--json]
 
@@ -97,6 +98,7 @@ def _default_out() -> Path:
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--quiet", is_flag=True, help="No progress bar; print only the summary line.")
 @click.option("--shard", default=None, help="i/n: run only shard i of n (merge the shards with `merge`).")
+@click.option("--no-artifacts", is_flag=True, help="Do not write per-attempt artifact files.")
 def run_cmd(
     target: str,
     config_path: str,
@@ -114,6 +116,7 @@ def run_cmd(
     resume: bool,
     quiet: bool,
     shard: str | None,
+    no_artifacts: bool,
 ) -> None:
     """Replay the golden set against a candidate (target + configuration) and write a run file."""
     if shard is not None:
@@ -158,6 +161,7 @@ def run_cmd(
             shard=shard,
             progress=not quiet and sys.stderr.isatty(),
             tier=tier,
+            artifacts=not no_artifacts,
         )
     except KeyboardInterrupt:
         click.echo(
