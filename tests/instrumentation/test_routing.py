@@ -282,3 +282,27 @@ def test_rollback_reaches_other_process_within_refresh(tmp_path: Path) -> None:
         if child.stdout is not None:
             child.stdout.close()
     assert elapsed <= refresh_s + 0.5, elapsed
+
+
+def test_choose_variant_inside_trace_agent_marks_the_agent_span(
+    memory: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import replaygate.instrumentation as ri
+
+    class Fixed:
+        def choose(self, key: str) -> Variant:
+            return Variant("candidate", "cand-7", "r9")
+
+    monkeypatch.setattr(_routing, "_client", Fixed())
+
+    @ri.trace_agent
+    def handle(message: str, user_id: str) -> str:
+        variant = ri.choose_variant(user_id)
+        return f"{variant.name}: {message}"
+
+    assert handle("hi", user_id="u1") == "candidate: hi"
+    agents = [s for s in memory.get_finished_spans() if (s.attributes or {}).get(RG_VARIANT) is not None]
+    assert len(agents) == 1
+    attributes = agents[0].attributes or {}
+    assert attributes[RG_VARIANT] == "candidate" and attributes[RG_CONFIG_ID] == "cand-7"
+    assert attributes.get("gen_ai.operation.name") == "invoke_agent"  # the agent span, not a child
