@@ -105,3 +105,33 @@ def test_users_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         load_users(path)
     monkeypatch.setenv("REPLAYGATE_USERS", "users: {cy: {password_hash: h, role: releaser}}")
     assert load_users()["cy"].role == "releaser"
+
+
+def test_serve_builds_the_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replaygate.web import hash_password
+
+    users = tmp_path / "users.yaml"
+    users.write_text(f"users:\n  ana: {{password_hash: '{hash_password('pw')}', role: releaser}}\n")
+    served: dict[str, Any] = {}
+
+    def fake_run_simple(host: str, port: int, app: Any, **kwargs: Any) -> None:
+        served.update(host=host, port=port, app=app)
+
+    monkeypatch.setattr("werkzeug.serving.run_simple", fake_run_simple)
+    args = [
+        "serve",
+        "--port",
+        "9123",
+        "--users",
+        str(users),
+        "--store",
+        str(tmp_path / "s.db"),
+        "--insecure-cookies",
+    ]
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 0, out.output
+    assert "http://127.0.0.1:9123/" in out.output
+    app = served["app"]
+    assert served["port"] == 9123 and app.config["SESSION_COOKIE_SECURE"] is False
+    assert set(app.extensions["replaygate"].users) == {"ana"}
+    assert app.test_client().get("/api/canary").json["status"] == "idle"

@@ -170,6 +170,13 @@ class CanaryController:
             tolerances = tolerances_from_policy(load_policy(policy))
         return cls(canary, traces, decisions, tolerances=tolerances, settings=settings)
 
+    def close(self) -> None:
+        """Close the stores this controller holds (those that can be closed)."""
+        for part in (self.store, self.traces, self.decisions):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
+
     # reading -----------------------------------------------------------------------------------------
 
     def state(self) -> RolloutState:
