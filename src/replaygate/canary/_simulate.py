@@ -5,7 +5,8 @@ variant serves it (sticky by user), and runs a fast synthetic agent of that vari
 :class:`TrafficProfile` that emits real OpenTelemetry spans (an agent span with the variant and config id,
 and an LLM span with model and tokens) into the trace store; some answers later get negative feedback.
 Between batches the controller checks the step (a breach rolls back automatically) and widens when the
-evidence holds.
+evidence holds. It points the process-wide routing client (``configure_routing``) at the controller's
+store: run it in its own process, not inside a production agent.
 """
 
 from __future__ import annotations
