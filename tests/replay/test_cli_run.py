@@ -55,7 +55,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             golden,
         )
     (tmp_path / "config.yaml").write_text("model: gpt-4o-mini\nprompt_version: p1\nagent_version: '1.0'\n")
-    (tmp_path / "policy.yaml").write_text("tolerances: {score: 0.02}\n")
+    (tmp_path / "policy.yaml").write_text("alpha: 0.05\ntolerance: {overall: 0.02}\n")
     return tmp_path
 
 
@@ -120,7 +120,10 @@ def test_clean_run_exits_0_and_records_the_fingerprint(
     assert all(a.artifact_path and Path(a.artifact_path).is_file() for a in run.attempts)
     fp = run.fingerprint
     assert (fp.k, fp.seed, fp.tier, fp.target) == (3, 5, "smoke", "rg_cli_targets:good")
-    assert fp.policy_hash == content_hash({"tolerances": {"score": 0.02}}) and run.policy is not None
+    assert (
+        fp.policy_hash == content_hash({"alpha": 0.05, "tolerance": {"overall": 0.02}})
+        and run.policy is not None
+    )
     assert fp.declared_versions == {"model": "gpt-4o-mini", "prompt_version": "p1", "agent_version": "1.0"}
     assert fp.judge_prompt_version  # the offline judges' prompt version
     assert cli(["fingerprint", "runs/good.json", "--json"]) == 0
@@ -140,7 +143,8 @@ def test_clean_run_exits_0_and_records_the_fingerprint(
         (["--resume"], "--resume needs --out"),
         (["--tag", "risk=none"], "no scenario"),
         (["--config", "missing.yaml"], "cannot read the configuration"),
-        (["--policy", "config.yaml", "--judge", "llm"], "needs a model and a base URL"),
+        (["--judge", "llm"], "needs a model and a base URL"),
+        (["--policy", "config.yaml"], "invalid gate policy"),
     ],
 )
 def test_usage_and_data_errors_exit_3(

@@ -1,27 +1,72 @@
-"""The root click group; each area adds its commands with a ``register(group)`` function."""
+"""The root click group; each area adds its commands with a ``register(group)`` function.
+
+The areas import heavy libraries (scipy, sqlalchemy, flask), so the root group loads an area only when
+one of its commands runs: ``replaygate --help`` and ``replaygate traces`` stay fast.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 from replaygate.instrumentation import ReplaygateError, __version__
 
-from replaygate.cli import _canary, _gate, _judge, _run, _scenarios, _traces
-
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
 
 USAGE_OR_DATA_ERROR = 3
 
+#: command name -> (area module, one-line help shown by ``replaygate --help``); a test keeps it true.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "traces": ("_traces", "List captured traces, newest first."),
+    "trace": ("_traces", "Show one trace: turns, answers, span tree, chunks, tool and LLM calls."),
+    "failures": ("_traces", "The failure inbox: failure candidates with their reasons, newest first."),
+    "scenarios": ("_scenarios", "Lint, list, show and change the golden set."),
+    "promote": ("_scenarios", "Promote a captured trace into a regression scenario (idempotent)."),
+    "import-csv": ("_scenarios", "Create scenarios from a question-set CSV (all rows or nothing)."),
+    "run": ("_run", "Replay the golden set against a candidate and write a run file."),
+    "merge": ("_run", "Merge the run files of every shard of one run."),
+    "fingerprint": ("_run", "Print the fingerprint a run was recorded with."),
+    "judge": ("_judge", "Judges: measure their agreement with people."),
+    "compare": ("_gate", "Compare two runs of the same suite."),
+    "gate": ("_gate", "Apply the release gate: 0 pass, 1 block, 2 needs sign-off or review, 3 error."),
+    "review": ("_gate", "Mark a newly failing scenario of a report read (needed before signing)."),
+    "sign": ("_gate", "Sign the gate decision, stored with both fingerprints."),
+    "drift": ("_gate", "Compare the latest two scheduled runs of an unchanged configuration."),
+    "canary": ("_canary", "Canary releases: start, watch, widen, promote, roll back."),
+    "serve": ("_canary", "Serve the release page."),
+    "hash-password": ("_canary", "Print a password hash for the users file of `replaygate serve`."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    """A group that imports an area's module the first time one of its commands is asked for."""
+
+    def _load(self, area: str) -> None:
+        module = importlib.import_module(f"replaygate.cli.{area}")
+        staging = click.Group()
+        module.register(staging)
+        for name, command in staging.commands.items():
+            self.commands.setdefault(name, command)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self._load(COMMANDS[cmd_name][0])
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="replaygate")
 def cli() -> None:
     """replaygate: capture agent runs, promote failures, replay, gate and release."""
-
-
-for _area in (_traces, _scenarios, _run, _judge, _gate, _canary):
-    _area.register(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

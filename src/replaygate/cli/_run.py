@@ -65,6 +65,10 @@ def _load_policy(path: str | None) -> dict[str, Any] | None:
         raise ReplayError(f"{p}: the gate policy is not valid YAML ({exc})") from None
     if not isinstance(data, dict):
         raise ReplayError(f"{p}: a gate policy is a YAML mapping")
+    # Refuse an invalid policy now, not when the gate reads the finished run.
+    from replaygate.gate import policy_from_mapping
+
+    policy_from_mapping(data, where=str(p))
     return data
 
 
