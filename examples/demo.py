@@ -7,7 +7,9 @@ which traces are failure candidates, with their reasons. Later stages (promotion
 append themselves to ``STAGES``. Re-running is safe: each run adds its own traces and reports on those.
 
 Options: ``--store PATH`` (default ``REPLAYGATE_STORE`` or ``.replaygate/replaygate.db``),
-``--requests N`` (300), ``--seed N`` (random when omitted), ``--config NAME`` (``production``).
+``--requests N`` (300), ``--seed N`` (2026; -1 for fresh randomness), ``--config NAME`` (``production``),
+``--serve`` (serve the release page at the end, ``--port``). Stages 3 to 8 (``examples/demo_release.py``)
+promote failures, replay, gate, fix, sign and run the canary.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from examples.demo_release import RELEASE_STAGES, StageError
 from examples.support_agent import ConfigError, load_config
 from examples.support_agent.traffic import simulate
 
@@ -47,6 +50,8 @@ class Demo:
     console: Console = field(default_factory=lambda: Console(width=None if sys.stdout.isatty() else 160))
     started_ns: int = field(default_factory=time.time_ns)
     results: dict[str, Any] = field(default_factory=dict)
+    serve: bool = False
+    port: int = 8080
 
 
 class DemoError(RuntimeError):
@@ -60,7 +65,8 @@ def _store_path(value: str | None) -> Path:
 
 def capture(demo: Demo) -> None:
     """Stage 1: simulated production traffic through the traced agent, into the embedded store."""
-    config = load_config(demo.config)
+    # Traffic runs without the simulated model latency the replays use, to keep the demo quick.
+    config = load_config(demo.config).model_copy(update={"latency_ms": 0.0})
     demo.store.parent.mkdir(parents=True, exist_ok=True)
     configure(service_name="support-agent", store=str(demo.store))
     t0 = time.perf_counter()
@@ -151,6 +157,7 @@ Stage = tuple[str, Callable[[Demo], None]]
 STAGES: list[Stage] = [
     ("capture production traffic", capture),
     ("failure inbox", failure_inbox),
+    *RELEASE_STAGES,
 ]
 
 
@@ -159,7 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", help=f"trace store path (default REPLAYGATE_STORE or {DEFAULT_STORE})")
     parser.add_argument("--requests", type=int, default=300, help="simulated requests (default 300)")
-    parser.add_argument("--seed", type=int, default=None, help="make the traffic reproducible")
+    parser.add_argument("--seed", type=int, default=2026, help="traffic seed (default 2026; -1: random)")
+    parser.add_argument("--serve", action="store_true", help="serve the release page at the end")
+    parser.add_argument("--port", type=int, default=8080, help="port of the release page (with --serve)")
     parser.add_argument("--config", default="production", help="agent configuration (default production)")
     args = parser.parse_args(argv)
     if args.requests < 1:
@@ -168,12 +177,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         load_config(args.config)
     except ConfigError as exc:
         parser.error(str(exc))
-    demo = Demo(store=_store_path(args.store), requests=args.requests, seed=args.seed, config=args.config)
+    seed = None if args.seed == -1 else args.seed
+    demo = Demo(
+        store=_store_path(args.store),
+        requests=args.requests,
+        seed=seed,
+        config=args.config,
+        serve=args.serve,
+        port=args.port,
+    )
     for number, (title, stage) in enumerate(STAGES, start=1):
         demo.console.rule(f"Stage {number}: {title}")
         try:
             stage(demo)
-        except DemoError as exc:
+        except (DemoError, StageError) as exc:
             demo.console.print(f"[red]demo failed at stage {number} ({title}):[/] {exc}")
             return 1
     demo.console.rule("done")

@@ -37,23 +37,34 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         env=env,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=240,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     first, second = (" ".join(part.split()) for part in result.stdout.split("=== second run ==="))
-    assert "Stage 1: capture production traffic" in first and "Stage 2: failure inbox" in first
-    assert "Captured 100 traces in this run (100 in" in first
-    assert "Failure candidates by reason" in first and "negative_feedback" in first
-    assert "Captured 100 traces in this run (200 in" in second
+    for run in (first, second):
+        assert "Stage 1: capture production traffic" in run and "Stage 2: failure inbox" in run
+        assert "Captured 100 traces in this run" in run
+        assert "Failure candidates by reason" in run
+        # the release loop: promotion (idempotent), lint, replay, the gate blocks then passes, canary
+        assert "created " in run and "already promoted as " in run
+        assert "0 error(s)" in run  # the golden set with the promoted scenarios lints clean
+        assert "BLOCK;" in run and "[rule-1] must-pass scenario refund-over-limit-001 newly fails" in run
+        assert "PASS;" in run or "NEEDS-SIGN-OFF" in run.upper()
+        assert "signed by release-bob" in run
+        assert "start: signed gate pass; now canary 5%" in run
+        assert "widen:" in run
+        assert "automatic rollback: escalation rate is worse" in run and "state: rolled back" in run
+    assert "negative_feedback" in first
     assert not (tmp_path / "not-this-one.db").exists()
     with TraceStore(store) as trace_store:
-        assert trace_store.count() == 200
-        failures = trace_store.failures(limit=None)
+        traffic = [
+            t for t in trace_store.list_traces(limit=None) if (t.summary.session_id or "").startswith("sim-")
+        ]
+        assert len(traffic) == 200  # both runs' production traffic, nothing lost
+        failures = [f for f in trace_store.failures(limit=None) if f in traffic]
         assert failures and all(f.summary.failure_reasons for f in failures)
         reasons = {r for f in failures for r in f.summary.failure_reasons}
         assert {"escalation", "negative_feedback"} <= reasons
-        sessions = {t.summary.session_id for t in trace_store.list_traces(limit=None)}
-        assert all(s and s.startswith("sim-") for s in sessions)
 
 
 def test_stages_are_a_list_later_issues_extend():

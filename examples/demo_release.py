@@ -1,0 +1,308 @@
+"""The demo's release loop: promotion, replay, gate, fix, sign, canary and rollback.
+
+Each stage runs the same ``replaygate`` commands a person would type (printed before they run), in this
+process, against a working folder the demo owns (``.replaygate/demo/`` beside the store): a copy of the
+example golden set plus the promoted failures, seeded copies of the agent configurations, run files and
+gate reports. The seeds make the whole loop reproducible; the statistics are the real ones.
+
+The story: the candidate prompt scores higher overall but grants a refund above the $200 limit in one of
+five attempts of a must-pass scenario, so the gate blocks; with the limit enforced in the tool the gate
+passes, a release manager signs, and the canary widens on simulated live traffic until a planted rise in
+escalations rolls it back.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from replaygate.instrumentation import TraceRecord, TraceStore
+from rich.text import Text
+
+from replaygate.cli import main as replaygate_main
+
+if TYPE_CHECKING:
+    from examples.demo import Demo
+
+__all__ = ["RELEASE_STAGES"]
+
+ROOT = Path(__file__).resolve().parent
+EXAMPLE_GOLDEN = ROOT / "support_agent" / "golden"
+CONFIGS = ROOT / "support_agent" / "configs"
+POLICY = ROOT / "gate-policy.yaml"
+TARGET = "examples.support_agent.target:run_session"
+#: Seeds of the replayed configurations (two baseline runs differ; the candidates share one).
+SEEDS = {"production": 11, "production-2": 12, "candidate": 31, "candidate_fixed": 31}
+OWNER = "oncall-ana"
+RELEASER = "release-bob"
+PROMOTE_REASONS = ("negative_feedback", "empty_answer", "explicit", "exception")
+
+
+class StageError(RuntimeError):
+    """The loop did not behave as the demo's story says: the pipeline or the example is broken."""
+
+
+def _work(demo: Demo) -> Path:
+    return demo.store.parent / "demo"
+
+
+def replaygate(demo: Demo, *args: str, expect: tuple[int, ...] = (0,)) -> int:
+    """Print and run one ``replaygate`` command in this process; return its exit code."""
+    shown = " ".join(shlex.quote(a) for a in args)
+    demo.console.print(Text(f"$ replaygate {shown}", style="bold cyan"))
+    try:
+        replaygate_main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 3)
+    if code not in expect:
+        raise StageError(f"`replaygate {shown}` exited {code}, expected {' or '.join(map(str, expect))}")
+    return code
+
+
+def _pick_failures(demo: Demo) -> list[TraceRecord]:
+    with TraceStore(demo.store) as store:
+        failures = store.failures(since_ns=demo.started_ns, limit=None)
+    picked: list[TraceRecord] = []
+    for reason in PROMOTE_REASONS:
+        for record in failures:
+            if reason in record.summary.failure_reasons and record.summary.turns:
+                picked.append(record)
+                break
+        if len(picked) == 3:
+            break
+    return picked
+
+
+def promote(demo: Demo) -> None:
+    """Stage 3: an incident responder promotes real failures into the golden set, then lints it."""
+    work = _work(demo)
+    if work.exists():
+        shutil.rmtree(work)
+    golden = work / "golden"
+    shutil.copytree(EXAMPLE_GOLDEN, golden)
+    picked = _pick_failures(demo)
+    if not picked:
+        raise StageError("no failure candidate with user turns to promote")
+    for record in picked:
+        reasons = ", ".join(record.summary.failure_reasons)
+        demo.console.print(f"failure {record.summary.trace_id[:12]} ({reasons}): {record.summary.turns!r}")
+        for _ in range(2):  # the second promotion of the same trace finds the first (idempotent)
+            replaygate(
+                demo,
+                "promote",
+                record.summary.trace_id,
+                "--owner",
+                OWNER,
+                "--origin",
+                "production-incident",
+                "--tier",
+                "release",
+                "--tag",
+                "dimension=incident",
+                "--expected-behavior",
+                f"Answer from the policy documents; this trace was flagged: {reasons}.",
+                "--store",
+                str(demo.store),
+                "--golden",
+                str(golden),
+                "--author",
+                OWNER,
+            )
+    replaygate(demo, "scenarios", "lint", "--golden", str(golden))
+    demo.results["golden"] = golden
+    demo.results["promoted"] = [r.summary.trace_id for r in picked]
+
+
+def _config(demo: Demo, name: str, seed_key: str) -> Path:
+    config: dict[str, Any] = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text(encoding="utf-8"))
+    config["seed"] = SEEDS[seed_key]
+    path = _work(demo) / "configs" / f"{seed_key}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _run(demo: Demo, name: str, seed_key: str) -> Path:
+    out = _work(demo) / "runs" / f"{seed_key}.json"
+    replaygate(
+        demo,
+        "run",
+        "--target",
+        TARGET,
+        "--config",
+        str(_config(demo, name, seed_key)),
+        "--golden",
+        str(demo.results["golden"]),
+        "--tier",
+        "release",
+        "--repeats",
+        "5",
+        "--concurrency",
+        "8",
+        "--policy",
+        str(POLICY),
+        "--out",
+        str(out),
+        "--quiet",
+    )
+    return out
+
+
+def replay(demo: Demo) -> None:
+    """Stage 4: replay the golden set k=5 times: the production configuration twice, the candidate once."""
+    plan = (("production", "production"), ("production-2", "production"), ("candidate", "candidate"))
+    demo.results["runs"] = {key: _run(demo, name, key) for key, name in plan}
+
+
+def _gate(demo: Demo, candidate: Path, name: str, expect: tuple[int, ...]) -> tuple[int, Path]:
+    runs = demo.results["runs"]
+    out = _work(demo) / "reports" / name
+    code = replaygate(
+        demo,
+        "gate",
+        "--policy",
+        str(POLICY),
+        "--baseline",
+        str(runs["production"]),
+        "--baseline-2",
+        str(runs["production-2"]),
+        "--candidate",
+        str(candidate),
+        "--out",
+        str(out),
+        expect=expect,
+    )
+    return code, out
+
+
+def gate_blocks(demo: Demo) -> None:
+    """Stage 5: the gate blocks the candidate: a must-pass scenario newly fails (rule 1)."""
+    _gate(demo, demo.results["runs"]["candidate"], "candidate", expect=(1,))
+    demo.console.print("[bold red]blocked[/]: the candidate granted a refund above the limit.")
+
+
+def fix_and_sign(demo: Demo) -> None:
+    """Stage 6: the limit is enforced in the tool; the gate passes; newly failing reads; a person signs."""
+    fixed = _run(demo, "candidate_fixed", "candidate_fixed")
+    code, report = _gate(demo, fixed, "candidate_fixed", expect=(0, 2))
+    outcome = "pass"
+    if code == 2:  # newly failing scenarios that are not must-pass: a person reads each before signing
+        data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+        newly = [n if isinstance(n, str) else n["id"] for n in data["newly_failing"]]
+        for scenario_id in newly:
+            replaygate(
+                demo,
+                "review",
+                str(report),
+                scenario_id,
+                "--by",
+                RELEASER,
+                "--note",
+                "read the attempts: model variance on a non-must-pass scenario",
+            )
+        outcome = "pass-with-sign-off"
+    replaygate(
+        demo,
+        "sign",
+        str(report),
+        "--by",
+        RELEASER,
+        "--outcome",
+        outcome,
+        "--reason",
+        "refund limit enforced in the tool; no must-pass regression",
+        "--store",
+        str(demo.store),
+    )
+    decision = json.loads((report / "decision.json").read_text(encoding="utf-8"))
+    demo.results["decision"] = decision["id"]
+    demo.results["report"] = report
+
+
+def canary(demo: Demo) -> None:
+    """Stage 7: the canary widens on evidence, then a planted rise in escalations rolls it back."""
+    store = str(demo.store)
+    common = ("--store", store, "--policy", str(POLICY))
+    replaygate(
+        demo,
+        "canary",
+        "start",
+        demo.results["decision"],
+        "--by",
+        RELEASER,
+        "--plan",
+        "5,25,50,100",
+        "--reason",
+        "signed gate pass",
+        *common,
+    )
+    replaygate(demo, "canary", "simulate", "--batches", "4", "--batch-size", "400", "--seed", "1", *common)
+    replaygate(demo, "canary", "status", "--store", store)
+    replaygate(
+        demo,
+        "canary",
+        "simulate",
+        "--batches",
+        "12",
+        "--batch-size",
+        "400",
+        "--seed",
+        "2",
+        "--plant-escalation",
+        "0.10",
+        *common,
+        expect=(0, 1),
+    )
+    replaygate(demo, "canary", "status", "--store", store)
+
+
+def serve_hint(demo: Demo) -> None:
+    """Last stage: where to look, and the page when ``--serve`` was given."""
+    store = str(demo.store)
+    demo.console.print(f"Reports: {demo.results['report']}/report.html  (and report.md, junit.xml)")
+    demo.console.print(f"Audit log: replaygate canary status --store {store}")
+    if not getattr(demo, "serve", False):
+        demo.console.print("Run `make demo DEMO_ARGS=--serve` to open the release page afterwards.")
+        return
+    password = secrets.token_urlsafe(9)
+    from werkzeug.security import generate_password_hash
+
+    users = _work(demo) / "users.yaml"
+    users.write_text(
+        yaml.safe_dump(
+            {"users": {RELEASER: {"password_hash": generate_password_hash(password), "role": "releaser"}}}
+        ),
+        encoding="utf-8",
+    )
+    demo.console.print(f"Log in as [bold]{RELEASER}[/] with password [bold]{password}[/]")
+    replaygate(
+        demo,
+        "serve",
+        "--users",
+        str(users),
+        "--policy",
+        str(POLICY),
+        "--store",
+        store,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(getattr(demo, "port", 8080)),
+        "--insecure-cookies",
+    )
+
+
+RELEASE_STAGES = [
+    ("promote failures into the golden set", promote),
+    ("replay: production twice, the candidate once (k=5)", replay),
+    ("gate: the candidate is blocked", gate_blocks),
+    ("fix, gate passes, review and sign", fix_and_sign),
+    ("canary: widen on evidence, planted breach, rollback", canary),
+    ("where to look", serve_hint),
+]
