@@ -37,7 +37,7 @@ CONFIGS = ROOT / "support_agent" / "configs"
 POLICY = ROOT / "gate-policy.yaml"
 TARGET = "examples.support_agent.target:run_session"
 #: Seeds of the replayed configurations (two baseline runs differ; the candidates share one).
-SEEDS = {"production": 11, "production-2": 12, "candidate": 31, "candidate_fixed": 31}
+SEEDS = {"production": 11, "production-2": 12, "candidate": 39, "candidate_fixed": 39}
 OWNER = "oncall-ana"
 RELEASER = "release-bob"
 PROMOTE_REASONS = ("negative_feedback", "empty_answer", "explicit", "exception")
