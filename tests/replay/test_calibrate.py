@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
-import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from replaygate.instrumentation._records import Chunk
@@ -18,6 +15,7 @@ from replaygate.replay._judges import JudgeVerdict, create_judges
 
 from replaygate.cli._main import main
 from replaygate.stats import cohen_kappa
+from tests.replay.conftest import FakeOpenAI, completion
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "judge_labels.csv"
@@ -145,46 +143,26 @@ def test_cli_exit_codes(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[st
     assert info.value.code == 3
 
 
-def test_cli_with_an_llm_judge_on_a_loopback_server(capsys: pytest.CaptureFixture[str]) -> None:
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            reply = {"verdict": "supported", "score": 1.0, "document_ids": ["doc-1"], "reason": "r"}
-            data = json.dumps({"choices": [{"message": {"content": json.dumps(reply)}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-        main(
-            [
-                "judge",
-                "calibrate",
-                str(EXAMPLE),
-                "--judge",
-                "llm",
-                "--judge-model",
-                "m",
-                "--judge-base-url",
-                url,
-                "--json",
-            ]
-        )
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def test_cli_with_an_llm_judge_on_a_loopback_server(
+    openai_server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reply = {"verdict": "supported", "score": 1.0, "document_ids": ["doc-1"], "reason": "r"}
+    openai_server.respond = lambda body: (200, completion(reply), 0.0)
+    seen = openai_server.requests
+    main(
+        [
+            "judge",
+            "calibrate",
+            str(EXAMPLE),
+            "--judge",
+            "llm",
+            "--judge-model",
+            "m",
+            "--judge-base-url",
+            openai_server.url,
+            "--json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     rows = load_labels(EXAMPLE)
     assert len(seen) == len(rows)  # one request per row

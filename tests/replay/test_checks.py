@@ -207,6 +207,26 @@ def test_values_from_tools() -> None:
     assert check(grouped, "your order 123", tool_calls=tools(("t", {}, {"id": 123}))).passed
 
 
+@pytest.mark.parametrize(
+    ("answer", "result", "found"),
+    [
+        ("Order ORD-100 is refunded.", {"order": "ORD-1004"}, False),  # a prefix of another id
+        ("Order ORD-1004 is refunded.", {"order": "ORD-1004"}, True),
+        ("Order ORD-1004 is refunded.", {"order": "XORD-1004"}, False),
+        ("You get $45 back.", {"amount": "$450"}, False),
+        ("You get $45 back.", {"amount": 45.5}, False),  # 45 is not the whole of 45.5
+        ("You get $45 back.", {"amount": 45}, True),
+        ("You get $45.50 back.", {"amount": 45.5}, False),  # the tool said 45.5, not 45.50
+        ("Slot 10:00 is free.", {"slots": ["10:00-11:00"]}, True),
+        ("Slot 10:00 is free.", {"slots": ["110:00"]}, False),
+    ],
+)
+def test_values_from_tools_match_whole_values(answer: str, result: Any, found: bool) -> None:
+    spec = {"type": "values_from_tools", "pattern": r"(ORD-\d+|\d+(?:\.\d+)?(?::\d{2})?)"}
+    outcome = check(spec, answer, tool_calls=tools(("lookup", {}, result)))
+    assert outcome.passed is found, outcome.detail
+
+
 def test_repeated_check_types_get_distinct_names() -> None:
     specs = [CHECK.validate_python({"type": "contains", "values": [v]}) for v in ("a", "b")]
     results = run_checks(specs, CheckContext(answer="a", label="answer", summary=make_summary()))

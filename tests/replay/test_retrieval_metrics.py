@@ -14,7 +14,9 @@ from replaygate.replay._retrieval_metrics import (
     ranked_chunk_ids,
     relevant_in_top_k,
     retrieval_metrics,
+    retrieval_summary,
 )
+from replaygate.replay._runfile import Attempt, Measures, RetrievalScores
 
 L2 = math.log2
 
@@ -128,3 +130,50 @@ def test_metrics_stay_in_range_and_recall_grows_with_k(
     assert (s.hit_rate > 0) == (s.mrr > 0) == (s.recall > 0)
     bigger = retrieval_metrics(retrieved, relevant, k + 1)
     assert bigger.recall >= s.recall and bigger.hit_rate >= s.hit_rate and bigger.mrr >= s.mrr
+
+
+def _attempt(sid: str, index: int, scores: RetrievalScores | None) -> Attempt:
+    return Attempt(
+        scenario_id=sid, index=index, status="pass", retrieval=scores, measures=Measures(latency_s=0.1)
+    )
+
+
+def test_run_summary_per_scenario_and_overall() -> None:
+    attempts = [
+        _attempt("a", 0, retrieval_metrics(["x", "r1"], ["r1"], 2, threshold=0.5, filtered=0)),  # MRR 1/2
+        _attempt("a", 1, retrieval_metrics(["r1"], ["r1"], 2, threshold=0.5, filtered=2)),  # MRR 1
+        _attempt("b", 0, retrieval_metrics(["x", "y"], ["r2"], 3, threshold=0.5, filtered=0)),  # miss
+        _attempt("c", 0, None),  # no labels: not counted
+    ]
+    report = retrieval_summary(attempts)
+    assert report is not None and report["attempts"] == 3
+    assert report["mean"]["mrr"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert report["mean"]["hit_rate"] == pytest.approx(2 / 3)
+    assert sorted(report["scenarios"]) == ["a", "b"]
+    a, b = report["scenarios"]["a"], report["scenarios"]["b"]
+    assert (a["attempts"], a["k"], a["mrr"]) == (2, 2, pytest.approx(0.75))
+    assert (b["k"], b["hit_rate"], b["ndcg"]) == (3, 0.0, 0.0)
+    # The threshold filtered 2 chunks in one attempt: not a no-op for the run, a no-op for scenario b.
+    t = report["threshold"]
+    assert (t["values"], t["attempts"], t["filtered"], t["attempts_filtering"], t["noop"]) == (
+        [0.5],
+        3,
+        2,
+        1,
+        False,
+    )
+    assert b["threshold"]["noop"] and not a["threshold"]["noop"]
+
+
+def test_run_summary_threshold_that_never_filters_is_a_noop() -> None:
+    attempts = [
+        _attempt("a", i, retrieval_metrics(["r"], ["r"], 1, threshold=0.2, filtered=0)) for i in range(3)
+    ]
+    report = retrieval_summary(attempts)
+    assert report is not None and report["threshold"]["noop"] and report["threshold"]["filtered"] == 0
+    unreported = [_attempt("a", 0, retrieval_metrics(["r"], ["r"], 1, threshold=0.2))]
+    quiet = retrieval_summary(unreported)
+    assert quiet is not None and quiet["threshold"]["filtered"] is None and not quiet["threshold"]["noop"]
+    none = retrieval_summary([_attempt("a", 0, retrieval_metrics(["r"], ["r"], 1))])
+    assert none is not None and none["threshold"] is None
+    assert retrieval_summary([_attempt("a", 0, None)]) is None

@@ -16,6 +16,7 @@ EXPECTED = {
         "create_judge",
         "create_judges",
         "judge_spec",
+        "judges_from_fingerprint",
         "register_judge",
         "registered_judges",
     ],
@@ -32,6 +33,7 @@ EXPECTED = {
         "ranked_chunk_ids",
         "relevant_in_top_k",
         "retrieval_metrics",
+        "retrieval_summary",
     ],
     "replaygate.replay._measures": [
         "call_cost",

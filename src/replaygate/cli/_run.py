@@ -5,14 +5,22 @@ r"""``replaygate run``, ``replaygate merge`` and ``replaygate fingerprint``.
     replaygate run --target examples.support_agent.target:run_session \
         --config examples/support_agent/configs/candidate.yaml --golden examples/support_agent/golden \
         --tier release --repeats 5 --concurrency 8 --timeout 60 --seed 0 --policy gate-policy.yaml \
-        --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--judge offline|llm --judge-model M] \
-        [--no-artifacts]
+        --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--no-artifacts] \
+        [--judge offline|llm --judge-model M --judge-base-url URL --judge-timeout 30]
     replaygate merge runs/all.json runs/shard-*.json
     replaygate fingerprint runs/candidate.json [--json]
 
 ``run`` exits 0 when no attempt errored, 1 when any attempt errored (the summary lists them first), 3 on a
-usage or data error. The LLM judge reads ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_API_KEY`` and
-``REPLAYGATE_JUDGE_MODEL``; the golden-set directory defaults to ``REPLAYGATE_GOLDEN`` or ``golden/``.
+usage or data error. Failing attempts do not change the exit code: whether they block is the gate's call.
+The summary lists errors, then fails with their failure attribution (retrieval or generation), the
+per-scenario counts, the retrieval metrics (mean and per scenario) with what the retriever's similarity
+threshold filtered (flagged NO-OP when it never filtered anything), and the guardrails.
+
+The judges are the offline ones unless ``--judge llm`` (or ``--judge-model``/``--judge-base-url``) is
+given; the LLM judge reads ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_API_KEY`` and
+``REPLAYGATE_JUDGE_MODEL`` for what is not given. ``--resume`` rebuilds the judges the journaled run was
+started with (from its fingerprint) and refuses a different ``--judge``. The golden-set directory defaults
+to ``REPLAYGATE_GOLDEN`` or ``golden/``.
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from typing import Any
 import click
 import yaml
 from replaygate.replay._candidate import load_config
-from replaygate.replay._errors import ReplayError
+from replaygate.replay._errors import ReplayError, RunFileError
+from replaygate.replay._fingerprint import judge_identity
 from replaygate.replay._journal import journal_path
-from replaygate.replay._judges import create_judges
+from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
 from replaygate.replay._merge import merge_runs
+from replaygate.replay._retrieval_metrics import retrieval_summary
 from replaygate.replay._run_summary import summary_headline, summary_lines
-from replaygate.replay._runfile import load_run, save_run
+from replaygate.replay._runfile import Fingerprint, RunFile, load_run, save_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import load_scenarios
 from replaygate.replay._selection import select_scenarios
@@ -72,6 +82,84 @@ def _load_policy(path: str | None) -> dict[str, Any] | None:
     return data
 
 
+def _journal_fingerprint(jpath: Path) -> Fingerprint:
+    """The fingerprint in a journal's header (its first line)."""
+    try:
+        with jpath.open("rb") as fh:
+            header = json.loads(fh.readline())
+        return Fingerprint.model_validate(header["fingerprint"])
+    except FileNotFoundError:
+        raise RunFileError(f"{jpath}: no journal to resume from (run without --resume to start)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RunFileError(f"{jpath}: the journal header has no readable fingerprint ({exc})") from None
+
+
+def _judges(
+    kind: str | None,
+    model: str | None,
+    base_url: str | None,
+    timeout_s: float,
+    resume_from: Path | None,
+) -> dict[str, Judge]:
+    """The run's judges: as asked, or (on --resume without --judge) as the journaled run recorded them."""
+    if kind == "offline" and (model or base_url):
+        raise click.UsageError("--judge-model and --judge-base-url go with --judge llm")
+    if kind is None and (model or base_url):
+        kind = "llm"
+    if resume_from is None:
+        return create_judges("llm" if kind == "llm" else "offline", model, base_url, timeout_s=timeout_s)
+    old = _journal_fingerprint(resume_from)
+    if kind is None:
+        return judges_from_fingerprint(old, base_url=base_url, timeout_s=timeout_s)
+    judges = create_judges("llm" if kind == "llm" else "offline", model, base_url, timeout_s=timeout_s)
+    now = judge_identity(judges)
+    if now != (old.judge_model, old.judge_prompt_version):
+        raise RunFileError(
+            f"{resume_from}: cannot resume: the run was judged by {old.judge_model} "
+            f"({old.judge_prompt_version}), this one would be judged by {now[0]} ({now[1]}); "
+            "drop --judge to continue with the run's own judges"
+        )
+    return judges
+
+
+def _num(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _retrieval_lines(run: RunFile) -> list[str]:
+    """The retrieval section of the run summary: mean and per-scenario metrics, the threshold's effect."""
+    report = retrieval_summary(run.attempts)
+    if report is None:
+        return []
+    m = report["mean"]
+    lines = [
+        f"retrieval ({report['attempts']} attempts with labels): hit rate@k {_num(m['hit_rate'])}, "
+        f"MRR@k {_num(m['mrr'])}, recall@k {_num(m['recall'])}, nDCG@k {_num(m['ndcg'])}"
+    ]
+    for sid, row in report["scenarios"].items():
+        noop = " [threshold no-op]" if row["threshold"] and row["threshold"]["noop"] else ""
+        lines.append(
+            f"  {sid} @k={row['k']}: hit {_num(row['hit_rate'])}, MRR {_num(row['mrr'])}, "
+            f"recall {_num(row['recall'])}, nDCG {_num(row['ndcg'])}{noop}"
+        )
+    t = report["threshold"]
+    if t is not None:
+        values = ", ".join(f"{v:g}" for v in t["values"])
+        if t["noop"]:
+            lines.append(
+                f"retrieval threshold {values}: NO-OP, it filtered no chunk in any of {t['attempts']} "
+                "attempts (raise it, or drop it)"
+            )
+        elif t["filtered"] is None:
+            lines.append(f"retrieval threshold {values}: the retriever did not report what it filtered")
+        else:
+            lines.append(
+                f"retrieval threshold {values}: filtered {t['filtered']} chunks, in "
+                f"{t['attempts_filtering']} of {t['attempts']} attempts"
+            )
+    return lines
+
+
 def _default_out() -> Path:
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return Path(".replaygate") / "runs" / f"run-{stamp}.json"
@@ -95,9 +183,23 @@ def _default_out() -> Path:
     "--policy", "policy_path", type=click.Path(dir_okay=False), default=None, help="Gate policy YAML."
 )
 @click.option(
-    "--judge", "judge_kind", type=click.Choice(["offline", "llm"]), default="offline", show_default=True
+    "--judge",
+    "judge_kind",
+    type=click.Choice(["offline", "llm"]),
+    default=None,
+    help="Judges [offline; with --resume: the journaled run's].",
 )
 @click.option("--judge-model", default=None, help="LLM judge model [env REPLAYGATE_JUDGE_MODEL].")
+@click.option(
+    "--judge-base-url", default=None, help="OpenAI-compatible base URL [env REPLAYGATE_JUDGE_BASE_URL]."
+)
+@click.option(
+    "--judge-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="LLM judge request timeout (s).",
+)
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Run file to write.")
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--quiet", is_flag=True, help="No progress bar; print only the summary line.")
@@ -114,8 +216,10 @@ def run_cmd(
     timeout_s: float,
     seed: int,
     policy_path: str | None,
-    judge_kind: str,
+    judge_kind: str | None,
     judge_model: str | None,
+    judge_base_url: str | None,
+    judge_timeout: float,
     out: str | None,
     resume: bool,
     quiet: bool,
@@ -141,12 +245,19 @@ def run_cmd(
         raise click.UsageError(f"no scenario in {golden_dir} matches tier={tier} tags={tag_map or {}}")
     config = load_config(config_path)
     policy = _load_policy(policy_path)
-    judges = create_judges(kind="llm" if judge_kind == "llm" else "offline", model=judge_model)
     out_path = Path(out) if out is not None else _default_out()
-    if not resume and journal_path(out_path).exists():
+    jpath = journal_path(out_path)
+    judges = _judges(judge_kind, judge_model, judge_base_url, judge_timeout, jpath if resume else None)
+    if not resume and jpath.exists():
         click.echo(
-            f"note: starting a new run; the journal at {journal_path(out_path)} is replaced "
+            f"note: starting a new run; the journal at {jpath} is replaced "
             "(use --resume to continue that run instead)",
+            err=True,
+        )
+    if not quiet and not resume:
+        click.echo(
+            f"journal: {jpath} (if the run is stopped, continue it with the same options plus "
+            f"--resume --out {out_path})",
             err=True,
         )
     try:
@@ -175,7 +286,7 @@ def run_cmd(
         )
         raise click.Abort() from None
     summary = run.summary
-    lines = [summary_headline(summary)] if quiet else summary_lines(summary)
+    lines = [summary_headline(summary)] if quiet else summary_lines(summary) + _retrieval_lines(run)
     for line in lines:
         click.echo(line)
     if not quiet:

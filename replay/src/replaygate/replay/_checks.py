@@ -236,6 +236,17 @@ def _result_text(result: Any) -> str:
         return str(result)
 
 
+def _occurs(value: str, text: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as a whole value: ``ORD-100`` is not in ``ORD-1004``.
+
+    A value that starts (ends) with a letter or digit must not touch another letter or digit on that
+    side, nor a decimal part (``45`` is not in ``45.50``).
+    """
+    left = r"(?<![A-Za-z0-9])(?<![0-9][.,])" if value[:1].isalnum() else ""
+    right = r"(?![A-Za-z0-9])(?![.,][0-9])" if value[-1:].isalnum() else ""
+    return re.search(left + re.escape(value) + right, text) is not None
+
+
 def _values_from_tools(check: ValuesFromToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
     wanted = set(check.tools) if check.tools else None
     texts = [
@@ -246,7 +257,7 @@ def _values_from_tools(check: ValuesFromToolsCheck, ctx: CheckContext) -> tuple[
     values = [m.group(1) if m.groups() else m.group(0) for m in check.regex.finditer(ctx.answer)]
     if not values:
         return True, f"no value matching {check.pattern!r} in the answer"
-    absent = [v for v in dict.fromkeys(values) if not any(v in t for t in texts)]
+    absent = [v for v in dict.fromkeys(values) if not any(_occurs(v, t) for t in texts)]
     source = f"results of {', '.join(sorted(wanted))}" if wanted else "tool results"
     if absent:
         return False, f"not in the {source}: {', '.join(_quote(v) for v in absent)}"

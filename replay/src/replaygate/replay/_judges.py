@@ -23,12 +23,15 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from replaygate.instrumentation._records import Chunk
 from replaygate.replay._errors import JudgeError
+from replaygate.replay._fingerprint import judge_identity
+from replaygate.replay._runfile import Fingerprint
 
 __all__ = [
     "Judge",
     "JudgeVerdict",
     "create_judge",
     "create_judges",
+    "judges_from_fingerprint",
     "judge_spec",
     "register_judge",
     "registered_judges",
@@ -172,6 +175,47 @@ def create_judges(
         "groundedness": create_judge("llm", task="groundedness", **common),
         "context_relevance": create_judge("llm", task="context_relevance", **common),
     }
+
+
+def judges_from_fingerprint(
+    fingerprint: Fingerprint,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = 30.0,
+) -> dict[str, Judge]:
+    """Rebuild the judges a run was recorded with (its fingerprint's judge model and prompt version).
+
+    ``offline`` gives the offline judges; any other model gives the LLM judges of that model (the base
+    URL and key come from the arguments or the environment, as for :func:`create_judges`). The rebuilt
+    judges must carry the recorded prompt version, so a run is never continued or re-judged with a prompt
+    that changed since.
+
+    Raises:
+        JudgeError: the fingerprint names no judge, judges of different models, or a prompt version this
+            replaygate does not have.
+    """
+    model, prompt = fingerprint.judge_model, fingerprint.judge_prompt_version
+    if model is None:
+        raise JudgeError(
+            "the run records no judge model: its judges cannot be rebuilt; choose them with --judge"
+        )
+    if "=" in model:
+        raise JudgeError(
+            f"the run's judges used different models ({model}); they cannot be rebuilt from the run"
+        )
+    judges = (
+        create_judges("offline")
+        if model == "offline"
+        else create_judges("llm", model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+    )
+    now_model, now_prompt = judge_identity(judges)
+    if (now_model, now_prompt) != (model, prompt):
+        raise JudgeError(
+            f"the run was judged by {model} with prompt version {prompt}; this replaygate's judges for that "
+            f"model have prompt version {now_prompt}: use the replaygate version the run was made with"
+        )
+    return judges
 
 
 def _load_builtin() -> None:

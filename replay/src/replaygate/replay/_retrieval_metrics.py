@@ -15,15 +15,18 @@ Conventions (documented in the README and pinned by the tests):
 * ``k`` larger than the number of chunks is fine: the missing positions simply earn nothing.
 * No relevant documents: every metric is 0.0 (nothing can be hit). The scorer records no retrieval
   scores at all for a scenario without (confirmed) labels, so these zeros never dilute an aggregate.
+* A similarity threshold is a no-op for one attempt when it filtered nothing there; :func:`retrieval_summary`
+  flags it as a no-op for the run when it filtered nothing in any attempt that reported it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from replaygate.instrumentation._records import Chunk
-from replaygate.replay._runfile import RetrievalScores
+from replaygate.replay._runfile import Attempt, RetrievalScores
 
 __all__ = [
     "chunk_matches",
@@ -32,6 +35,7 @@ __all__ = [
     "ranked_chunk_ids",
     "relevant_in_top_k",
     "retrieval_metrics",
+    "retrieval_summary",
 ]
 
 
@@ -131,4 +135,52 @@ def mean_retrieval_scores(scores: Iterable[RetrievalScores]) -> dict[str, float]
         "recall": sum(s.recall for s in items) / n,
         "ndcg": sum(s.ndcg for s in items) / n,
         "threshold_noop": float(sum(1 for s in items if s.threshold_noop)) / n,
+    }
+
+
+def _threshold_report(items: Sequence[RetrievalScores]) -> dict[str, Any] | None:
+    reported = [s for s in items if s.threshold is not None]
+    if not reported:
+        return None
+    counted = [s.filtered for s in reported if s.filtered is not None]
+    filtered = sum(counted)
+    return {
+        "values": sorted({s.threshold for s in reported if s.threshold is not None}),
+        "attempts": len(reported),
+        "filtered": filtered if counted else None,
+        "attempts_filtering": sum(1 for n in counted if n > 0),
+        # A no-op for the run: the threshold reported how much it filtered and that was nothing, every time.
+        "noop": bool(counted) and filtered == 0,
+    }
+
+
+def retrieval_summary(attempts: Iterable[Attempt]) -> dict[str, Any] | None:
+    """Aggregate the retrieval metrics of a run's attempts, per scenario and overall.
+
+    Only attempts with retrieval scores count (scenarios with confirmed labels). ``threshold`` reports the
+    retriever's similarity threshold when any attempt reported one: how many chunks it filtered in all,
+    in how many attempts it filtered anything, and ``noop`` when it filtered nothing in any attempt.
+
+    Returns:
+        ``{"attempts", "mean", "scenarios", "threshold"}`` (JSON-able), or None when no attempt was scored.
+    """
+    by_scenario: dict[str, list[RetrievalScores]] = {}
+    for a in attempts:
+        if a.retrieval is not None:
+            by_scenario.setdefault(a.scenario_id, []).append(a.retrieval)
+    everything = [s for items in by_scenario.values() for s in items]
+    mean = mean_retrieval_scores(everything)
+    if mean is None:
+        return None
+    scenarios: dict[str, dict[str, Any]] = {}
+    for sid, items in sorted(by_scenario.items()):
+        row: dict[str, Any] = {"attempts": len(items), "k": max(s.k for s in items)}
+        row.update(mean_retrieval_scores(items) or {})
+        row["threshold"] = _threshold_report(items)
+        scenarios[sid] = row
+    return {
+        "attempts": len(everything),
+        "mean": mean,
+        "scenarios": scenarios,
+        "threshold": _threshold_report(everything),
     }
