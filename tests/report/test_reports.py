@@ -1,4 +1,5 @@
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -80,3 +81,15 @@ def test_markdown_of_a_large_regression_still_fits_a_comment(f) -> None:
     md = render_markdown(report)
     assert len(md) <= 60_000
     assert "**block**" in md and "and 30 more" in md
+
+
+def test_html_explains_inconclusive_and_keeps_long_labels_clear_of_the_plots(f) -> None:
+    long_tag = "request_type=" + "x" * 40
+    base = f.run([5] * 12, run_id="base", tags=lambda i: {"request_type": "x" * 40} if i == 0 else {})
+    head = f.run([5] * 12, run_id="head", tags=lambda i: {"request_type": "x" * 40} if i == 0 else {})
+    html = render_html(gate_runs(Policy(), base, head))
+    assert "even 5/5 only shows a rate above 0.57" in html  # Wilson lower bound of 5/5 at 95%
+    left = re.search(r'<text x="(\d+)" y="14" font-size="11">0%</text>', html)
+    shown = re.search(r'font-size="12">(request_type=x+[^<]*)</text>', html)
+    assert left is not None and shown is not None and shown.group(1).startswith(long_tag[:40])
+    assert int(left.group(1)) > len(shown.group(1)) * 12 * 0.55  # the plot starts after the label

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import replaygate.canary
@@ -191,3 +192,23 @@ def test_reports_list(env: Any, helpers: Any) -> None:
     detail = client.get("/reports/dec-pass").get_data(as_text=True)
     assert "h-cand" in detail and "gate passed &lt;b&gt;" in detail
     assert client.get("/reports/unknown").status_code == 404
+
+
+def test_decision_page_marks_fingerprint_rows_that_differ(env: Any, helpers: Any) -> None:
+    client = env.app.test_client()
+    helpers.login(client, "vic")
+    detail = client.get("/reports/dec-pass").get_data(as_text=True)
+    rows = re.findall(r'<tr class="(differs)?"><th>([a-z_]+)', detail)
+    assert ("differs", "agent_config_hash") in rows and ("differs", "declared_versions") in rows
+    assert all(cls == "differs" for cls, _ in rows)  # both keys differ in the fixture, nothing else listed
+    assert detail.count("h-base") == 1 and detail.count("h-cand") == 1  # one table, side by side
+
+
+def test_numbers_read_without_exponent_or_float_dust() -> None:
+    from replaygate.web._svg import significant
+
+    assert significant(0.00018) == "0.000180"
+    assert significant(-5.139e-06, signed=True) == "-0.00000514"
+    assert significant(-1e-19, signed=True) == "+0"
+    assert significant(None) == "—"
+    assert significant(12.345) == "12.3"

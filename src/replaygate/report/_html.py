@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from html import escape
 
-from replaygate.gate import RULE_TITLES, GateReport, ScenarioComparison, SideStats
+from replaygate.gate import RULE_TITLES, Comparison, GateReport, ScenarioComparison, SideStats
 from replaygate.report._svg import category_chart, guardrail_chart, scenario_diff_chart
+from replaygate.stats import wilson_interval
 
 __all__ = ["render_html"]
 
@@ -32,6 +34,16 @@ def _pct(x: float | None) -> str:
 
 def _f(x: float | None, fmt: str = "+.3f") -> str:
     return "n/a" if x is None else format(x, fmt)
+
+
+def _sig(x: float | None, signed: bool = False) -> str:
+    """Four significant digits without an exponent (a cost of 8.6e-05 USD reads as 0.00008647)."""
+    if x is None:
+        return "n/a"
+    if x == 0 or not math.isfinite(x):
+        return f"{x:+g}" if signed else f"{x:g}"
+    decimals = max(0, 3 - math.floor(math.log10(abs(x))))
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
 
 
 def _peq(x: float | None) -> str:
@@ -62,6 +74,20 @@ def _scenario_rows(scenarios: list[ScenarioComparison]) -> list[str]:
             f'<td class="num">{_p(s.fisher_p)}</td><td>{tags}</td><td>{detail}{answer}</td></tr>'
         )
     return rows
+
+
+def _scenario_legend(c: Comparison) -> str:
+    """Say what each change label means; "inconclusive" on a 5/5 scenario puzzles readers otherwise."""
+    perfect_low = wilson_interval(c.k, c.k, c.confidence)[0] if c.k else 0.0
+    return (
+        "<p><small><b>newly failing</b>: the candidate fails a scenario the baseline did not fail · "
+        "<b>newly passing</b>, <b>still failing</b>, <b>still passing</b> likewise · "
+        "<b>inconclusive</b>: a pass rate's Wilson interval still straddles the scenario's threshold, so "
+        f"k={c.k} attempts cannot tell (even {c.k}/{c.k} only shows a rate above {perfect_low:.2f} at "
+        f"{c.confidence:.0%}); must-pass scenarios need every attempt to pass. Raise the scenario's repeats "
+        "to decide. Bars: pass rate per scenario; names coloured red (newly failing), amber (still failing), "
+        "green (newly passing).</small></p>"
+    )
 
 
 def render_html(report: GateReport) -> str:
@@ -142,8 +168,8 @@ def render_html(report: GateReport) -> str:
         rel = f" ({gr.relative_change:+.0%})" if gr.relative_change is not None else ""
         parts.append(
             f"<tr><td>{_e(gr.name)} <small>{_e(gr.unit)}</small></td>"
-            f"<td class='num'>{_f(gr.base, '.4g')}</td>"
-            f"<td class='num'>{_f(gr.head, '.4g')}</td><td class='num'>{_f(gr.change, '+.4g')}{rel}</td>"
+            f"<td class='num'>{_sig(gr.base)}</td>"
+            f"<td class='num'>{_sig(gr.head)}</td><td class='num'>{_sig(gr.change, signed=True)}{rel}</td>"
             f"<td class='num'>{_p(gr.p_value)}</td><td>{_e(gr.note)}</td></tr>"
         )
     parts += [
@@ -151,6 +177,7 @@ def render_html(report: GateReport) -> str:
         f"<p>Errors (counted apart from failures): baseline {c.errors.base_errors}/{c.errors.base_attempts}, "
         f"candidate {c.errors.head_errors}/{c.errors.head_attempts}</p>",
         "<h2>Scenarios</h2>",
+        _scenario_legend(c),
         scenario_diff_chart(c),
         "<table><tr><th>scenario</th><th>change</th><th>baseline</th><th>candidate</th><th>Fisher p</th>"
         "<th>tags</th><th>candidate failures / answer (untrusted)</th></tr>",

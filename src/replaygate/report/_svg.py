@@ -10,6 +10,17 @@ from replaygate.stats import wilson_interval
 __all__ = ["category_chart", "guardrail_chart", "scenario_diff_chart"]
 
 _BASE, _HEAD = "#6b7280", "#2563eb"
+_MAX_LABEL = 48
+
+
+def _label_width(labels: list[str], font_px: int) -> int:
+    """Pixels a column of labels needs (about 0.58 em per character): no label runs into the plot."""
+    longest = max((len(t) for t in labels), default=0)
+    return int(min(longest, _MAX_LABEL) * font_px * 0.58) + 12
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1] + "\u2026"
 
 
 def _svg(width: int, height: int, body: list[str], label: str) -> str:
@@ -23,15 +34,16 @@ def category_chart(c: Comparison) -> str:
     """Pooled pass rates with Wilson intervals per category (and overall): baseline grey, candidate blue."""
     groups: list[RateComparison] = [c.overall, *c.categories]
     by_id = {s.id: s for s in c.scenarios}
-    left, width, row = 200, 420, 26
+    labels = [f"{g.name} (n={g.scenarios})" for g in groups]
+    left, width, row = max(120, _label_width(labels, 12)), 420, 26
     height = 30 + row * len(groups)
     body = [
         f'<text x="{left}" y="14" font-size="11">0%</text>',
         f'<text x="{left + width - 30}" y="14" font-size="11">100%</text>',
     ]
-    for n, g in enumerate(groups):
+    for n, (g, text) in enumerate(zip(groups, labels, strict=True)):
         y = 30 + n * row
-        body.append(f'<text x="4" y="{y + 4}" font-size="12">{escape(g.name)} (n={g.scenarios})</text>')
+        body.append(f'<text x="4" y="{y + 4}" font-size="12">{escape(_clip(text))}</text>')
         body.append(f'<line x1="{left}" y1="{y}" x2="{left + width}" y2="{y}" stroke="#e5e7eb"/>')
         ids = [s.id for s in c.scenarios if s.counts and not s.problems]
         if g.name != "overall":
@@ -58,7 +70,7 @@ def category_chart(c: Comparison) -> str:
 
 def guardrail_chart(c: Comparison) -> str:
     """Relative change of each guardrail (right is worse), capped at ±100%."""
-    left, width, row = 140, 400, 24
+    left, width, row = max(120, _label_width([g.name for g in c.guardrails], 12)), 400, 24
     mid = left + width / 2
     height = 30 + row * len(c.guardrails)
     body = [
@@ -91,17 +103,17 @@ def scenario_diff_chart(c: Comparison) -> str:
         "still_failing": "#f59e0b",
         "unknown": "#7c3aed",
     }
-    left, width, row = 160, 300, 18
     shown = c.scenarios[:200]
+    left, width, row = max(120, _label_width([s.id for s in shown], 11)), 300, 18
     height = 26 + row * len(shown)
     body = [
-        f'<text x="{left}" y="12" font-size="11">baseline</text>',
-        f'<text x="{left + width / 2 + 10}" y="12" font-size="11">candidate</text>',
+        f'<text x="{left}" y="12" font-size="11">baseline pass rate</text>',
+        f'<text x="{left + width / 2 + 10}" y="12" font-size="11">candidate pass rate</text>',
     ]
     for n, s in enumerate(shown):
         y = 20 + n * row
-        color = colors.get(s.change, "#9ca3af")
-        body.append(f'<text x="4" y="{y + 11}" font-size="11" fill="{color}">{escape(s.id[:24])}</text>')
+        color = colors.get(s.change, "#4b5563")
+        body.append(f'<text x="4" y="{y + 11}" font-size="11" fill="{color}">{escape(_clip(s.id))}</text>')
         for side, off, col in (("base", 0, _BASE), ("head", width / 2 + 10, _HEAD)):
             rate = getattr(s, side).rate
             w = (rate or 0.0) * (width / 2 - 10)

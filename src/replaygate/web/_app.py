@@ -14,6 +14,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 
 from replaygate.canary import CanaryController
 from replaygate.web._config import User, WebConfig
+from replaygate.web._svg import significant
 
 __all__ = [
     "CSP",
@@ -138,6 +139,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     csrf.exempt(_api.bp)  # token-authenticated JSON API: no cookies, so no CSRF
     app.after_request(_security_headers)
     app.jinja_env.filters["ns_time"] = _fmt_ns
+    app.jinja_env.filters["significant"] = significant
     app.jinja_env.globals["current_user"] = current_user
 
     @app.errorhandler(CSRFError)
