@@ -1,4 +1,6 @@
-"""Fixtures of the replay tests: an OpenAI-compatible chat endpoint on 127.0.0.1 for the LLM judge."""
+"""Helpers of the replay tests: ``cli`` (the CLI's exit code) and an OpenAI-compatible chat endpoint on
+127.0.0.1 for the LLM judge (fixture ``openai_server``). Test modules import them from
+``tests.replay.conftest``."""
 
 from __future__ import annotations
 
@@ -12,7 +14,18 @@ from typing import Any
 
 import pytest
 
+from replaygate.cli import main
+
 Reply = tuple[int, Any, float]  # status, body (dict = chat completion content object, str = raw), delay
+
+
+def cli(argv: list[str]) -> int:
+    """Run ``replaygate ARGV`` in-process and return its exit code."""
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
 
 
 def completion(content: Any) -> dict[str, Any]:

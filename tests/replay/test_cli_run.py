@@ -8,7 +8,7 @@ from replaygate.replay._journal import journal_path
 from replaygate.replay._runfile import content_hash, load_run
 from replaygate.replay._scenario import Scenario, save_scenario
 
-from replaygate.cli import main
+from tests.replay.conftest import cli
 
 TARGETS = textwrap.dedent("""
     import time
@@ -57,14 +57,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "config.yaml").write_text("model: gpt-4o-mini\nprompt_version: p1\nagent_version: '1.0'\n")
     (tmp_path / "policy.yaml").write_text("alpha: 0.05\ntolerance: {overall: 0.02}\n")
     return tmp_path
-
-
-def cli(argv: list[str]) -> int:
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 BASE = ["run", "--config", "config.yaml", "--golden", "golden"]
@@ -190,6 +182,35 @@ def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.Capture
     assert cli(["merge", "bad.json", "shard1.json"]) == 3
     assert "missing shard(s) 2/2" in capsys.readouterr().err
     assert not (project / "bad.json").exists()
+
+
+def test_holdout_scenarios_are_left_out_and_said_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = Scenario.model_validate(
+        {
+            "id": "e-holdout",
+            "title": "held out",
+            "owner": "qa",
+            "origin": "original-eval",
+            "added": dt.date(2026, 11, 29),
+            "turns": ["hi"],
+            "holdout": True,
+            "tiers": ["smoke", "release"],
+            "tags": {"risk": "secret"},
+        }
+    )
+    save_scenario(held, project / "golden")
+    args = BASE + ["--target", "rg_cli_targets:good", "--tag", "risk=high", "--out", "r.json"]
+    assert cli(args) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 holdout scenario(s) left out: they run only with --tier release" in err
+    assert [s.id for s in load_run(project / "r.json").scenarios] == ["a-fine"]
+    assert cli(BASE + ["--target", "rg_cli_targets:good", "--tag", "risk=secret", "--tier", "smoke"]) == 3
+    assert "no scenario in golden matches tier=smoke" in capsys.readouterr().err
+    assert cli(BASE + ["--target", "rg_cli_targets:good", "--tag", "risk=secret", "--tier", "release"]) == 0
+    out, err = capsys.readouterr()
+    assert "  e-holdout: " in out and "left out" not in err
 
 
 def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:

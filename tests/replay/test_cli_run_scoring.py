@@ -14,8 +14,7 @@ from replaygate.replay._journal import journal_path
 from replaygate.replay._runfile import load_run
 from replaygate.replay._scenario import Scenario, save_scenario
 
-from replaygate.cli import main
-from tests.replay.conftest import FakeOpenAI, completion
+from tests.replay.conftest import FakeOpenAI, cli, completion
 
 TARGETS = textwrap.dedent("""
     from replaygate.instrumentation import record_retrieval
@@ -68,14 +67,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "golden-judged").mkdir()
     save_scenario(judged, tmp_path / "golden-judged")
     return tmp_path
-
-
-def cli(argv: list[str]) -> int:
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def run_args(threshold: float, out: str, golden: str = "golden") -> list[str]:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from replaygate.instrumentation._records import Chunk, LlmCall, ToolCall, TraceSummary
 from replaygate.replay._errors import JudgeError
 from replaygate.replay._judges import Judge, JudgeVerdict, create_judges
@@ -127,6 +128,41 @@ def test_a_judge_error_is_an_error_even_when_checks_fail() -> None:
         assert out.status == "error" and out.error is not None
         assert "refund-over-limit" in out.error and str(exc) in out.error
         assert out.judges == [] and out.attribution is None
+
+
+class Says(Boom):
+    """A judge that returns whatever it is given, however wrong."""
+
+    def __init__(self, verdict: Any) -> None:
+        self.verdict = verdict
+
+    async def judge(
+        self, *, answer: str, chunks: Sequence[Chunk], question: str | None = None, mode: str = "answer"
+    ) -> JudgeVerdict:
+        return self.verdict  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        JudgeVerdict(score=float("nan"), verdict=True),
+        JudgeVerdict(score=1.5),
+        JudgeVerdict(score=-0.1),
+        JudgeVerdict(score=True),
+        JudgeVerdict(score="1.0"),  # type: ignore[arg-type]
+        JudgeVerdict(score=1.0, verdict="yes"),  # type: ignore[arg-type]
+        None,
+        {"score": 1.0},
+    ],
+)
+def test_a_judge_returning_garbage_is_an_error_never_a_pass(verdict: Any) -> None:
+    out = score(scenario(), GOOD, make_summary(escalated=True), judges={"groundedness": Says(verdict)})
+    assert out.status == "error" and out.error is not None
+    assert "judge groundedness (boom)" in out.error and out.judges == []
+    good = score(
+        scenario(), GOOD, make_summary(escalated=True), judges={"groundedness": Says(JudgeVerdict(1.0))}
+    )
+    assert good.status == "pass"  # the same judge with a valid verdict passes: the test can tell
 
 
 def test_a_declared_but_unconfigured_judge_is_an_error_not_a_skip() -> None:

@@ -45,7 +45,7 @@ from replaygate.replay._run_summary import summary_headline, summary_lines
 from replaygate.replay._runfile import Fingerprint, RunFile, load_run, save_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import load_scenarios
-from replaygate.replay._selection import select_scenarios
+from replaygate.replay._selection import HOLDOUT_TIERS, select_scenarios
 from replaygate.replay._shard import parse_shard
 
 __all__ = ["register"]
@@ -240,9 +240,21 @@ def run_cmd(
         raise click.UsageError(
             f"--golden {golden_dir}: no such directory (set --golden or REPLAYGATE_GOLDEN)"
         )
-    scenarios = select_scenarios(load_scenarios(golden_dir), tier=tier, tags=tag_map)
+    golden_set = load_scenarios(golden_dir)
+    scenarios = select_scenarios(golden_set, tier=tier, tags=tag_map)
+    held_out = sum(1 for s in golden_set if s.holdout and tier not in HOLDOUT_TIERS)
+    holdout_note = (
+        f"{held_out} holdout scenario(s) left out: they run only with --tier release or --tier scheduled"
+        if held_out
+        else ""
+    )
     if not scenarios:
-        raise click.UsageError(f"no scenario in {golden_dir} matches tier={tier} tags={tag_map or {}}")
+        raise click.UsageError(
+            f"no scenario in {golden_dir} matches tier={tier} tags={tag_map or {}}"
+            + (f" ({holdout_note})" if holdout_note else "")
+        )
+    if holdout_note and not quiet:
+        click.echo(f"note: {holdout_note}", err=True)
     config = load_config(config_path)
     policy = _load_policy(policy_path)
     out_path = Path(out) if out is not None else _default_out()

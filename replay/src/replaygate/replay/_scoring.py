@@ -7,8 +7,9 @@ Order and rules:
 2. The label: the target's own label when it reported one, else derived from the trace (:mod:`._labels`).
 3. The judges the scenario declares, and only those. Groundedness judges never receive the question.
    Per-chunk context-relevance verdicts are stored in the ``claims`` field of the judge's result.
-   A judge that raises (:class:`JudgeError` or anything else), or a declared judge that is not
-   configured, makes the attempt ``error`` - never a pass, never skipped.
+   A judge that raises (:class:`JudgeError` or anything else), returns a verdict without a score in
+   [0, 1] (NaN included), or is declared but not configured, makes the attempt ``error`` - never a pass,
+   never skipped.
 4. Retrieval metrics against the scenario's *confirmed* labels (labels suggested by promotion and not yet
    confirmed are not scored: they are the documents the failing trace happened to retrieve).
 5. Guardrail measures (:mod:`._measures`).
@@ -73,6 +74,17 @@ async def _run_judge(
     )
 
 
+def _verdict_problem(result: object) -> str | None:
+    score = getattr(result, "score", None)
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
+        return (
+            f"returned {type(result).__name__} with score {score!r}; a verdict's score is a number in [0, 1]"
+        )
+    if getattr(result, "verdict", None) not in (True, False, None):
+        return f"returned verdict {result.verdict!r}; a verdict is true, false or none"  # type: ignore[attr-defined]
+    return None
+
+
 async def score_attempt(
     scenario: Scenario,
     *,
@@ -126,6 +138,10 @@ async def score_attempt(
                 f"scenario {scenario.id}: judge {name} ({judge.model}) failed: "
                 f"{type(result).__name__}: {result}"
             )
+            continue
+        problem = _verdict_problem(result)
+        if problem is not None:
+            errors.append(f"scenario {scenario.id}: judge {name} ({judge.model}) {problem}")
             continue
         passed = result.score >= spec.min_score and result.verdict is not False
         judge_results.append(
