@@ -13,7 +13,7 @@ import yaml
 from replaygate.replay._errors import TargetError
 from replaygate.replay._runfile import content_hash
 
-__all__ = ["DECLARED_VERSION_KEYS", "Candidate", "declared_versions", "load_config"]
+__all__ = ["DECLARED_VERSION_KEYS", "PROMPT_KEYS", "Candidate", "declared_versions", "load_config"]
 
 #: Configuration keys copied into the fingerprint's declared versions.
 DECLARED_VERSION_KEYS = (
@@ -24,6 +24,8 @@ DECLARED_VERSION_KEYS = (
     "retrieval_index_version",
     "config_id",
 )
+#: Configuration keys holding prompt text; each present one adds ``<key>_hash`` to the declared versions.
+PROMPT_KEYS = ("prompt", "system_prompt")
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -51,7 +53,9 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 def declared_versions(config: Mapping[str, Any]) -> dict[str, str]:
     """Return the versions a configuration declares, flattened to strings.
 
-    ``tool_versions: {lookup_order: "2"}`` becomes ``{"tool_versions.lookup_order": "2"}``.
+    ``tool_versions: {lookup_order: "2"}`` becomes ``{"tool_versions.lookup_order": "2"}``; a prompt
+    text (``prompt``, ``system_prompt``) is recorded by its hash (``prompt_hash: sha256:<12 hex>``), so two
+    runs whose prompts differ show it even when nobody bumped ``prompt_version``.
     """
     out: dict[str, str] = {}
     for key in DECLARED_VERSION_KEYS:
@@ -63,6 +67,9 @@ def declared_versions(config: Mapping[str, Any]) -> dict[str, str]:
                 out[f"{key}.{sub}"] = str(v)
         else:
             out[key] = str(value)
+    for key in PROMPT_KEYS:
+        if config.get(key) is not None:
+            out[f"{key}_hash"] = content_hash(config[key])[: len("sha256:") + 12]
     return out
 
 
