@@ -75,6 +75,27 @@ def test_guardrail_worse_beyond_tolerance_blocks_an_improvement(f) -> None:
     assert report.outcome == "block"
 
 
+def test_guardrail_within_the_baselines_run_to_run_noise_does_not_block(f) -> None:
+    # latency moves with machine load: two runs of the baseline differ by 30%, the candidate by 24%
+    base = f.run(f.BASE, run_id="b", latency=0.5)
+    base_2 = f.run(f.BASE, run_id="b2", latency=0.65)
+    head = f.run(f.BASE, run_id="h", latency=0.62)
+    policy = Policy(guardrails={"latency_p50": {"relative": 0.2}})
+    alone = gate_runs(policy, base, head)
+    assert [x.subject for x in alone.findings if x.rule == "rule-3"] == ["latency_p50"]
+    with_noise = gate_runs(policy, base, head, base_2)
+    p50 = next(g for g in with_noise.comparison.guardrails if g.name == "latency_p50")
+    assert p50.noise_relative_change == pytest.approx(0.3)
+    assert not any(x.rule == "rule-3" for x in with_noise.findings)
+    assert any("latency_p50" in n and "run-to-run noise" in n and "30%" in n for n in with_noise.notes)
+    # beyond both the tolerance and the noise it still blocks
+    slow = f.run(f.BASE, run_id="h2", latency=0.8)
+    assert any(
+        x.rule == "rule-3" and x.subject == "latency_p50"
+        for x in gate_runs(policy, base, slow, base_2).findings
+    )
+
+
 def test_drop_within_noise_floor_does_not_block(f) -> None:
     base = f.run(f.BASE, run_id="b")
     head = f.run([5, 5, 5, 5, 5, 5, 5, 5, 2, 1, 4, 0], run_id="h")

@@ -23,7 +23,7 @@ from replaygate.gate._comparison_model import (
     SideStats,
 )
 from replaygate.gate._errors import ComparisonError
-from replaygate.gate._guardrails import compare_guardrails
+from replaygate.gate._guardrails import compare_guardrails, with_noise
 from replaygate.gate._policy import Policy
 from replaygate.stats import (
     fisher_exact_per_scenario,
@@ -402,6 +402,10 @@ def compare_runs(
         if valid
         else None
     )
+    guardrails = compare_guardrails(b_counted, h_counted, conf)
+    if noise is not None:
+        n_counted = [a for s in scenarios if s.counts for a in n_att.get(s.id, [])]
+        guardrails = with_noise(guardrails, compare_guardrails(b_counted, n_counted, conf))
     errors = ErrorSummary(
         base_errors=sum(a.status == "error" for a in b_counted),
         base_attempts=len(b_counted),
@@ -422,7 +426,7 @@ def compare_runs(
         overall=overall,
         categories=categories,
         graded=graded,
-        guardrails=compare_guardrails(b_counted, h_counted, conf),
+        guardrails=guardrails,
         errors=errors,
         scenarios=scenarios,
         problems=problems,

@@ -123,6 +123,9 @@ class GuardrailComparison(_Model):
     base_n: int = 0
     head_n: int = 0
     note: str = ""
+    # the same guardrail between the two baseline runs (run-to-run noise); None without a second baseline
+    noise_change: float | None = None
+    noise_relative_change: float | None = None
 
 
 class NoiseInfo(_Model):

@@ -10,7 +10,7 @@ from replaygate.replay._runfile import Attempt
 from replaygate.gate._comparison_model import GuardrailComparison
 from replaygate.stats import mann_whitney, two_proportion_diff
 
-__all__ = ["compare_guardrails"]
+__all__ = ["compare_guardrails", "with_noise"]
 
 
 def _relative(base: float | None, head: float | None) -> float | None:
@@ -103,3 +103,20 @@ def compare_guardrails(
             "error_rate", [a.status == "error" for a in base], [a.status == "error" for a in head], confidence
         ),
     ]
+
+
+def with_noise(
+    guardrails: Sequence[GuardrailComparison], noise: Sequence[GuardrailComparison]
+) -> list[GuardrailComparison]:
+    """Attach to each guardrail its change between the two baseline runs (the run-to-run noise).
+
+    Latency in particular moves with the load of the machine that ran the replay; two runs of one
+    configuration show how much of a candidate's change that alone explains.
+    """
+    by_name = {g.name: g for g in noise}
+    out = []
+    for g in guardrails:
+        n = by_name.get(g.name)
+        update = {} if n is None else {"noise_change": n.change, "noise_relative_change": n.relative_change}
+        out.append(g.model_copy(update=update))
+    return out

@@ -157,6 +157,13 @@ def _guardrail(g: GuardrailComparison, policy: Policy, improved: bool) -> tuple[
     what += f" ({shown}, tolerance {tol.describe()})"
     if g.p_value is not None and g.p_value >= policy.alpha:
         return None, f"{what} but not significantly (p{_p(g.p_value)})"
+    noise = g.noise_change if tol.kind == "absolute" else g.noise_relative_change
+    if noise is not None and worse <= abs(noise) + _EPS:
+        shown_noise = f"{abs(noise):.0%}" if tol.kind == "relative" else f"{abs(noise):.4g}"
+        return None, (
+            f"{what}: within the run-to-run noise of the baseline (its two runs differ by {shown_noise}); "
+            "compare on a quieter machine or widen the tolerance before the next run"
+        )
     lead = "the pass rate improved but " if improved else ""
     msg = f"{lead}{what}" + (f", p{_p(g.p_value)}" if g.p_value is not None else "")
     fix = f"bring {g.name} back within {tol.describe()} of the baseline, {_SIGN}"

@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from html import escape
 
-from replaygate.gate import RULE_TITLES, Comparison, GateReport, ScenarioComparison, SideStats
+from replaygate.gate import (
+    RULE_TITLES,
+    Comparison,
+    GateReport,
+    GuardrailComparison,
+    ScenarioComparison,
+    SideStats,
+)
 from replaygate.report._svg import category_chart, guardrail_chart, scenario_diff_chart
 from replaygate.stats import wilson_interval
 
@@ -44,6 +51,14 @@ def _sig(x: float | None, signed: bool = False) -> str:
         return f"{x:+g}" if signed else f"{x:g}"
     decimals = max(0, 3 - math.floor(math.log10(abs(x))))
     return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+
+
+def _noise(gr: GuardrailComparison) -> str:
+    """The guardrail's change between the two baseline runs (what load or chance alone moves it by)."""
+    if gr.noise_change is None:
+        return "n/a"
+    rel = f" ({gr.noise_relative_change:+.0%})" if gr.noise_relative_change is not None else ""
+    return _sig(gr.noise_change, signed=True) + rel
 
 
 def _peq(x: float | None) -> str:
@@ -162,7 +177,7 @@ def render_html(report: GateReport) -> str:
         "<h2>Guardrails</h2>",
         guardrail_chart(c),
         "<table><tr><th>guardrail</th><th>baseline</th><th>candidate</th><th>change</th><th>p</th>"
-        "<th>note</th></tr>",
+        "<th>baseline run-to-run</th><th>note</th></tr>",
     ]
     for gr in c.guardrails:
         rel = f" ({gr.relative_change:+.0%})" if gr.relative_change is not None else ""
@@ -170,7 +185,8 @@ def render_html(report: GateReport) -> str:
             f"<tr><td>{_e(gr.name)} <small>{_e(gr.unit)}</small></td>"
             f"<td class='num'>{_sig(gr.base)}</td>"
             f"<td class='num'>{_sig(gr.head)}</td><td class='num'>{_sig(gr.change, signed=True)}{rel}</td>"
-            f"<td class='num'>{_p(gr.p_value)}</td><td>{_e(gr.note)}</td></tr>"
+            f"<td class='num'>{_p(gr.p_value)}</td><td class='num'>{_noise(gr)}</td>"
+            f"<td>{_e(gr.note)}</td></tr>"
         )
     parts += [
         "</table>",
