@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._journal import JournalWriter, journal_path, read_journal
 from replaygate.replay._runfile import Attempt, Measures, load_run
@@ -196,6 +197,17 @@ def test_sigkill_halfway_then_resume_loses_and_repeats_nothing(tmp_path: Path) -
     assert resumed | before == everything
     assert len([c for c in calls if c[0] == "2"]) == len(resumed)  # each remaining attempt called once
     assert out.decode().split() == ["40", "0", "0", "40"]
+    # Artifacts: one line per attempt at most (lines of attempts run again were dropped on resume), and
+    # an attempt names the artifacts file exactly when its line is there.
+    artifacts = tmp_path / "out" / run.run_id / "artifacts.jsonl"
+    lines = [json.loads(line) for line in artifacts.read_text().splitlines()]
+    keyed = [(d["scenario_id"], d["index"]) for d in lines]
+    assert len(keyed) == len(set(keyed))
+    named = str(Path("out") / run.run_id / "artifacts.jsonl")  # as given: the run file was out/run.json
+    assert {(a.scenario_id, a.index) for a in run.attempts if a.artifact_path == named} == set(keyed)
+    assert resumed <= set(keyed)
+    by_key = {(a.scenario_id, a.index): a for a in run.attempts}
+    assert all(d["trace_id"] == by_key[k].trace_id for k, d in zip(keyed, lines, strict=True))
 
 
 def test_resume_refuses_a_different_fingerprint_and_completes_idempotently(tmp_path: Path) -> None:
@@ -227,8 +239,19 @@ def test_resume_refuses_a_different_fingerprint_and_completes_idempotently(tmp_p
     assert [(a.scenario_id, a.index) for a in second.attempts] == [
         (a.scenario_id, a.index) for a in first.attempts
     ]
+    # The artifacts of the three attempts run again replaced their old lines: one line per attempt.
+    artifacts = read_artifacts(second.attempts[0].artifact_path or "")
+    assert sorted(artifacts) == [(a.scenario_id, a.index) for a in second.attempts]
+    assert all(artifacts[(a.scenario_id, a.index)]["trace_id"] == a.trace_id for a in second.attempts)
+    assert len((out.parent / first.run_id / "artifacts.jsonl").read_text().splitlines()) == 4
     third = run_suite(scenarios, target, {"model": "m"}, seed=1, resume=True, **kw)
     assert len(calls) == 7 and third.attempts == second.attempts
+    # A journaled attempt whose artifact line is gone (killed before it was written) keeps no path.
+    path = out.parent / first.run_id / "artifacts.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[1:]) + '{"scenario_id": "a", "ind')
+    fourth = run_suite(scenarios, target, {"model": "m"}, seed=1, resume=True, **kw)
+    assert len(calls) == 7 and [a.artifact_path is None for a in fourth.attempts].count(True) == 1
+    assert len(read_artifacts(path)) == 3 and not path.read_text().endswith("ind")  # torn tail dropped
     assert json.loads(out.read_text())["run_id"] == first.run_id
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from replaygate.instrumentation._records import TraceSummary
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._runfile import CheckResult, Measures, RunFile, content_hash, load_run
 from replaygate.replay._runner import run_suite, run_suite_async
 from replaygate.replay._scenario import Scenario, suite_hash
@@ -241,27 +242,46 @@ def test_artifacts_written_and_a_failed_write_never_fails_the_attempt(
     def target(turns: list[str], context: dict[str, Any]) -> dict[str, Any]:
         return {"answer": "good <b>", "label": "answer", "messages": [{"role": "user", "content": turns[0]}]}
 
-    result = run([scenario("art", repeats=1)], target, tmp_path)
-    [attempt] = result.attempts
-    assert attempt.artifact_path is not None
-    path = Path(attempt.artifact_path)
-    assert path.parent.parent == tmp_path / result.run_id / "artifacts"
-    doc = json.loads(path.read_text())
+    result = run([scenario("art", repeats=2)], target, tmp_path)
+    first, second = result.attempts
+    assert first.artifact_path is not None and first.artifact_path == second.artifact_path
+    path = Path(first.artifact_path)
+    assert path == tmp_path / result.run_id / "artifacts.jsonl"  # one file per run, one line per attempt
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted((d["scenario_id"], d["index"]) for d in lines) == [("art", 0), ("art", 1)]
+    assert read_artifacts(path)[("art", 1)]["trace_id"] == second.trace_id
+    doc = read_artifacts(path)[("art", 0)]
     assert doc["answer"] == "good <b>" and doc["messages"][0]["content"] == "question of art"
-    assert doc["trace_id"] == attempt.trace_id
-    assert any(s["name"] == "replay attempt" for s in doc["spans"])
+    assert doc["trace_id"] == first.trace_id and doc["error"] is None
+    [root] = [s for s in doc["spans"] if s["name"] == "replay attempt"]
+    assert root["trace_id"] == first.trace_id and root["parent_id"] is None
+    assert root["attributes"] == {"replaygate.scenario.id": "art", "replaygate.attempt.index": 0}
 
     import replaygate.replay._artifacts as artifacts
 
     def broken(*a: Any, **k: Any) -> Any:
         raise OSError("disk full")
 
-    monkeypatch.setattr(artifacts, "_write_bytes", broken)
+    monkeypatch.setattr(artifacts, "_append", broken)
     with caplog.at_level("WARNING", logger="replaygate.replay"):
         result = run([scenario("art", repeats=1)], target, tmp_path / "second")
     [attempt] = result.attempts
     assert attempt.status == "pass" and attempt.artifact_path is None
     assert "disk full" in caplog.text
+
+    import replaygate.replay._runner as runner
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("a file where the artifacts folder would be")
+    monkeypatch.setattr(
+        runner, "artifacts_path", lambda out_dir, run_id: blocker / run_id / "artifacts.jsonl"
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="replaygate.replay"):
+        result = run([scenario("art", repeats=1)], target, tmp_path / "third")
+    [attempt] = result.attempts  # the artifacts file cannot be created: the attempt is still scored
+    assert attempt.status == "pass" and attempt.artifact_path is None
+    assert "could not open the artifacts file" in caplog.text
 
 
 def test_progress_callback_sees_every_attempt(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from replaygate.instrumentation import mark_escalation, retrieval, tool_call, trace_agent
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import Scenario
 
@@ -71,7 +72,7 @@ def test_the_attempts_own_spans_are_captured_and_scored(tmp_path: Path) -> None:
         assert a.retrieval is not None and a.retrieval.hit_rate == 1.0 and a.retrieval.retrieved == 4
         assert a.measures.escalated  # from the second turn's escalation mark
         assert a.attribution == "generation"
-        spans = json.loads(Path(a.artifact_path or "").read_text())["spans"]
+        spans = read_artifacts(a.artifact_path or "")[(a.scenario_id, a.index)]["spans"]
         names = sorted(sp["name"] for sp in spans)
         assert names.count("invoke_agent capture-agent") == 2  # both turns, one trace
         assert {sp["trace_id"] for sp in spans} == {a.trace_id}

@@ -107,3 +107,56 @@ def test_retry_after_parsing() -> None:
     assert retry_after_seconds("soon") is None
     assert retry_after_seconds("Thu, 01 Jan 1970 00:00:10 GMT", now=4.0) == pytest.approx(6.0)
     assert retry_after_seconds("Thu, 01 Jan 1970 00:00:10 GMT", now=20.0) == 0.0
+
+
+def test_thread_pool_hands_back_results_errors_and_context_and_drops_cancelled_calls() -> None:
+    import contextvars
+    import threading
+
+    from replaygate.replay._daemon_pool import DaemonThreadPool
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def hang() -> str:
+        started.set()
+        release.wait(5)
+        ran.append("hang")
+        return "late"
+
+    def record(x: str) -> str:
+        ran.append(x)
+        return x + var.get()
+
+    def boom() -> None:
+        raise KeyError("k")
+
+    async def main() -> None:
+        pool = DaemonThreadPool(1)
+        var.set("-ctx")
+        many = await asyncio.gather(
+            *(pool.run(contextvars.copy_context().run, record, str(i)) for i in range(20))
+        )
+        assert many == [
+            f"{i}-ctx" for i in range(20)
+        ]  # every result to its own caller, in the caller's context
+        with pytest.raises(KeyError):
+            await pool.run(boom)
+        ran.clear()
+        stuck = asyncio.ensure_future(pool.run(hang))
+        await asyncio.to_thread(started.wait, 5)
+        queued = asyncio.ensure_future(pool.run(record, "dropped"))  # the only thread is busy: it waits
+        await asyncio.sleep(0.01)
+        queued.cancel()
+        stuck.cancel()  # the hung call is given up: one more thread may start in its place
+        results = await asyncio.gather(queued, stuck, return_exceptions=True)
+        assert all(isinstance(r, asyncio.CancelledError) for r in results)
+        assert await pool.run(record, "next") == "nextunset"  # no context copied: the default
+        release.set()
+        await asyncio.sleep(0.05)
+        assert ran == ["next", "hang"]  # the cancelled call never ran; the late one ended on its own
+        assert len(pool._threads) == 2
+        pool.shutdown()
+
+    asyncio.run(main())

@@ -1,8 +1,17 @@
-"""Per-attempt artifacts (final response, messages, spans as JSON), written best-effort.
+"""Per-attempt artifacts (final response, messages, spans), one JSON line per attempt, best-effort.
 
-:class:`ArtifactWriter` writes them from background threads so file creation never holds up the
-runner; a failed write is logged and reported by :meth:`ArtifactWriter.close` (the runner then clears
-that attempt's ``artifact_path``), and never fails the attempt.
+The artifacts of a run go to one file, ``<run file's folder>/<run id>/artifacts.jsonl``: one JSON object
+per line with ``scenario_id``, ``index``, ``trace_id``, ``answer``, ``label``, ``error``, ``messages``
+and ``spans``. Every attempt's ``artifact_path`` names that file; the line of an attempt is the one with
+its scenario id and index (``jq 'select(.scenario_id == "S" and .index == 0)' FILE``, or
+:func:`read_artifacts`). One file instead of one per attempt: creating thousands of small files costs
+more than the agent calls of a fast suite.
+
+:class:`ArtifactWriter` serializes and appends from one background thread, so the runner never waits on
+the disk. A failed write is logged and reported by :meth:`ArtifactWriter.close` (the runner then clears
+that attempt's ``artifact_path``), and never fails the attempt. A resumed run keeps the lines of the
+attempts its journal holds and drops the rest (attempts that are run again), so every attempt has at
+most one line.
 """
 
 from __future__ import annotations
@@ -11,39 +20,28 @@ import json
 import logging
 import os
 import queue
-import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from replaygate.instrumentation._records import SpanRecord
 
-__all__ = ["ArtifactWriter", "artifact_file", "write_artifact"]
+__all__ = ["ARTIFACTS_FILE", "ArtifactWriter", "artifact_line", "artifacts_path", "read_artifacts"]
 
 log = logging.getLogger("replaygate.replay")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+ARTIFACTS_FILE = "artifacts.jsonl"
+
+_Key = tuple[str, int]
 
 
-def artifact_file(root: Path, scenario_id: str, index: int) -> Path:
-    """Return where one attempt's artifact goes: ``<root>/<scenario id>/<index>.json``."""
-    return root / _UNSAFE.sub("_", scenario_id) / f"{index}.json"
+def artifacts_path(out_dir: Path, run_id: str) -> Path:
+    """Return where a run's artifacts go: ``<out_dir>/<run id>/artifacts.jsonl``."""
+    return out_dir / run_id / ARTIFACTS_FILE
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file in the same directory, then rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_artifact(
-    root: Path,
+def artifact_line(
     scenario_id: str,
     index: int,
     *,
@@ -53,10 +51,8 @@ def write_artifact(
     spans: Sequence[SpanRecord],
     error: str | None,
     trace_id: str | None,
-    made_dirs: set[Path] | None = None,
-) -> str | None:
-    """Write one attempt's artifact atomically; return its path, or None (logged) when the write failed."""
-    path = artifact_file(root, scenario_id, index)
+) -> bytes:
+    """Return one attempt's artifact as a JSON line (UTF-8, ending with a newline)."""
     doc = {
         "scenario_id": scenario_id,
         "index": index,
@@ -67,36 +63,107 @@ def write_artifact(
         "messages": list(messages),
         "spans": [dict(vars(s)) for s in spans],  # shallow: json encodes nested values
     }
+    return json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+
+
+def _key_of(raw: bytes) -> tuple[_Key, dict[str, Any]] | None:
     try:
-        if made_dirs is None or path.parent not in made_dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if made_dirs is not None:
-                made_dirs.add(path.parent)
-        _write_bytes(path, json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8"))
-    except Exception as exc:  # best-effort: never fail the attempt
-        log.warning("could not write the artifact of %s#%d to %s: %s", scenario_id, index, path, exc)
+        doc = json.loads(raw)
+    except ValueError:
         return None
-    return str(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("scenario_id"), str):
+        return None
+    index = doc.get("index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        return None
+    return (doc["scenario_id"], index), doc
+
+
+def read_artifacts(path: str | os.PathLike[str]) -> dict[_Key, dict[str, Any]]:
+    """Read an artifacts file into ``{(scenario id, index): artifact}``; unreadable lines are skipped.
+
+    A torn last line (a run killed while writing) and lines that are not artifacts are ignored; when an
+    attempt has more than one line, the last one wins.
+    """
+    out: dict[_Key, dict[str, Any]] = {}
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # torn last line
+            found = _key_of(raw)
+            if found is not None:
+                out[found[0]] = found[1]
+    return out
+
+
+def _append(fd: int, data: bytes) -> None:
+    """Append ``data`` to the file descriptor, retrying short writes."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _keep_lines(path: Path, keep: Collection[_Key]) -> set[_Key]:
+    """Rewrite ``path`` atomically with only the lines of the attempts in ``keep``; return those found."""
+    kept: dict[_Key, bytes] = {}
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return set()
+    with fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            found = _key_of(raw)
+            if found is not None and found[0] in keep:
+                kept[found[0]] = raw
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            out.writelines(kept.values())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return set(kept)
 
 
 _STOP = object()
 
 
 class ArtifactWriter:
-    """Write artifacts from background threads; ``submit`` returns the path the artifact will have."""
+    """Append artifacts to one file from a background thread; ``submit`` returns at once.
 
-    def __init__(self, root: Path, threads: int = 4) -> None:
-        self.root = root
-        self.failed: set[tuple[str, int]] = set()
-        self._made_dirs: set[Path] = set()
+    Args:
+        path: the artifacts file (created with its folder).
+        keep: when resuming, the (scenario id, index) of the attempts already done: their lines are kept
+            (see :attr:`kept`), every other line already in the file is dropped.
+    """
+
+    def __init__(self, path: Path, *, keep: Collection[_Key] | None = None) -> None:
+        self.path = path
+        self.failed: set[_Key] = set()
+        self.kept: set[_Key] = set()
+        self._fd: int | None = None
+        self._good = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if keep is not None:
+                self.kept = _keep_lines(path, keep)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (0 if keep is not None else os.O_TRUNC)
+            self._fd = os.open(path, flags, 0o644)
+            self._good = os.fstat(self._fd).st_size
+        except Exception as exc:  # best-effort: the run goes on without artifacts
+            log.warning("could not open the artifacts file %s: %s; attempts will have no artifact", path, exc)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        # A few threads: creating a file is mostly waiting on the file system, so writes overlap.
-        self._threads = [
-            threading.Thread(target=self._run, name=f"replaygate-artifacts-{i}", daemon=True)
-            for i in range(max(1, threads))
-        ]
-        for t in self._threads:
-            t.start()
+        self._thread = threading.Thread(target=self._run, name="replaygate-artifacts", daemon=True)
+        self._thread.start()
+
+    @property
+    def usable(self) -> bool:
+        """Whether the file could be opened (when not, every attempt's ``artifact_path`` is None)."""
+        return self._fd is not None
 
     def submit(
         self,
@@ -109,8 +176,11 @@ class ArtifactWriter:
         spans: Sequence[SpanRecord],
         error: str | None,
         trace_id: str | None,
-    ) -> str:
-        kwargs = {
+    ) -> str | None:
+        """Queue one attempt's artifact; return the artifacts file's path (None when it is not usable)."""
+        if self._fd is None:
+            return None
+        fields = {
             "answer": answer,
             "label": label,
             "messages": messages,
@@ -118,27 +188,55 @@ class ArtifactWriter:
             "error": error,
             "trace_id": trace_id,
         }
-        self._queue.put((scenario_id, index, kwargs))
-        return str(artifact_file(self.root, scenario_id, index))
+        self._queue.put((scenario_id, index, fields))
+        return str(self.path)
+
+    def _write(self, items: list[tuple[str, int, dict[str, Any]]]) -> None:
+        assert self._fd is not None
+        lines: list[bytes] = []
+        keys: list[_Key] = []
+        for scenario_id, index, fields in items:
+            try:
+                lines.append(artifact_line(scenario_id, index, **fields))
+                keys.append((scenario_id, index))
+            except Exception as exc:  # an unserializable value costs this artifact only
+                log.warning("could not write the artifact of %s#%d: %s", scenario_id, index, exc)
+                self.failed.add((scenario_id, index))
+        data = b"".join(lines)
+        try:
+            _append(self._fd, data)
+            self._good += len(data)
+        except Exception as exc:
+            log.warning("could not write %d artifact(s) to %s: %s", len(keys), self.path, exc)
+            self.failed.update(keys)
+            try:  # cut a partly written line, so the next lines stay readable
+                os.ftruncate(self._fd, self._good)
+            except OSError:
+                pass
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            scenario_id, index, kwargs = item
-            try:
-                path = write_artifact(self.root, scenario_id, index, made_dirs=self._made_dirs, **kwargs)
-            except Exception as exc:  # write_artifact logs its own failures; this is a bug guard
-                log.warning("could not write the artifact of %s#%d: %s", scenario_id, index, exc)
-                path = None
-            if path is None:
-                self.failed.add((scenario_id, index))
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(item is _STOP for item in batch)
+            items = [item for item in batch if item is not _STOP]
+            if items:
+                try:
+                    self._write(items)
+                except Exception as exc:  # a bug guard: never lose the thread silently
+                    log.warning("could not write artifacts to %s: %s", self.path, exc)
+                    self.failed.update((sid, i) for sid, i, _ in items)
 
-    def close(self) -> set[tuple[str, int]]:
-        """Finish every queued write; return the (scenario id, index) pairs whose write failed."""
-        for _ in self._threads:
-            self._queue.put(_STOP)
-        for t in self._threads:
-            t.join()
+    def close(self) -> set[_Key]:
+        """Finish every queued write, close the file; return the (scenario id, index) whose write failed."""
+        self._queue.put(_STOP)
+        self._thread.join()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         return set(self.failed)

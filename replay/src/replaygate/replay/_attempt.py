@@ -12,11 +12,11 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import StatusCode
 from replaygate.instrumentation._records import TraceSummary
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.replay._artifacts import ArtifactWriter
-from replaygate.replay._capture import ATTEMPT_SPAN_NAME, Capture
+from replaygate.replay._capture import Capture, attempt_context
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._measures import compute_measures
@@ -78,12 +78,9 @@ class AttemptRunner:
         started = utc_now()
         output: TargetOutput | None = None
         error: str | None = None
-        attributes: dict[str, str | int] = {
-            "replaygate.scenario.id": scenario.id,
-            "replaygate.attempt.index": index,
-        }
-        with self.capture.tracer.start_as_current_span(ATTEMPT_SPAN_NAME, attributes=attributes) as span:
-            trace_id = format(span.get_span_context().trace_id, "032x")
+        attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
+        with attempt_context(attributes) as root:
+            trace_id = root.trace_id
             session_id = f"{self.run_id}/{scenario.id}/{index}"
             t0 = time.perf_counter()
             deadline = asyncio.timeout(self.timeout_s)
@@ -101,16 +98,20 @@ class AttemptRunner:
                     error = f"target raised {type(exc).__name__}: {exc}"
             latency_s = time.perf_counter() - t0
             if error is not None:
-                span.set_status(Status(StatusCode.ERROR, error))
-        spans = self.capture.collector.pop(trace_id)
+                root.set_status(StatusCode.ERROR, error)
+        spans = [root.to_record(), *self.capture.collector.pop(trace_id)]
         try:
             summary = summarize_spans(spans)
         except Exception as exc:  # spans that cannot be read make an error, never a silent pass
             summary = summarize_spans([])
             output, error = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}"
-        attempt = await self._score(scenario, index, output, error, summary, latency_s, trace_id, started)
-        if self.artifacts is not None:
-            path = self.artifacts.submit(
+        writer = self.artifacts
+        path = str(writer.path) if writer is not None and writer.usable else None
+        attempt = await self._score(
+            scenario, index, output, error, summary, latency_s, trace_id, started, path
+        )
+        if writer is not None:
+            writer.submit(
                 scenario.id,
                 index,
                 answer=output.answer if output else None,
@@ -120,7 +121,6 @@ class AttemptRunner:
                 error=attempt.error,
                 trace_id=trace_id,
             )
-            attempt = attempt.model_copy(update={"artifact_path": path})
         return attempt
 
     async def _score(
@@ -133,12 +133,14 @@ class AttemptRunner:
         latency_s: float,
         trace_id: str,
         started: str,
+        artifact_path: str | None,
     ) -> Attempt:
         common: dict[str, Any] = {
             "scenario_id": scenario.id,
             "index": index,
             "trace_id": trace_id,
             "started": started,
+            "artifact_path": artifact_path,
         }
         if output is None:
             return Attempt(

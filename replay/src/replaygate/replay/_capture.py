@@ -5,22 +5,163 @@ instrumentation is pointed at it with ``configure(tracer_provider=..., store=Non
 decorators (which look the tracer up at call time) export there and nothing reaches the global provider
 or the trace store (OTLP and Langfuse export are switched off for the run too: replayed attempts are not
 production traffic). As ``configure`` is last-call-wins, a process that had configured its own export
-must call ``configure`` again after a run. Each attempt runs under a root span ``replay attempt``; after
-the target returns, the runner pops that trace's spans and summarizes them.
+must call ``configure`` again after a run.
+
+Each attempt runs under a root span ``replay attempt`` (:class:`AttemptSpan`): a light span made
+current with :func:`attempt_context`, so the agent's spans become its children in a trace of their
+own; it records what is set on it like an SDK span and is turned into a ``SpanRecord`` directly, without
+the SDK's span machinery (a measurable share of a fast target's attempt). After the target returns, the
+runner pops that trace's spans and summarizes them.
 """
 
 from __future__ import annotations
 
+import random
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
+from opentelemetry.util import types
 from replaygate.instrumentation import SpanCollector, configure
+from replaygate.instrumentation._records import SpanRecord
+from replaygate.instrumentation._summary import jsonable
 
-__all__ = ["ATTEMPT_SPAN_NAME", "Capture", "open_capture"]
+__all__ = ["ATTEMPT_SPAN_NAME", "AttemptSpan", "Capture", "attempt_context", "open_capture"]
 
 ATTEMPT_SPAN_NAME = "replay attempt"
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_STATUS = {StatusCode.OK: "ok", StatusCode.ERROR: "error", StatusCode.UNSET: "unset"}
+
+
+def _new_id(bits: int) -> int:
+    value = 0
+    while value == 0:  # zero is the invalid id
+        value = random.getrandbits(bits)
+    return value
+
+
+class AttemptSpan(NonRecordingSpan):
+    """The root span of one attempt: a sampled parent for the agent's spans, recorded without the SDK.
+
+    Attributes, events, the status and the name set on it before :meth:`end` are kept (as on an SDK
+    span), so an agent that annotates the current span outside its own spans is still recorded.
+    """
+
+    def __init__(self, attributes: Mapping[str, Any]) -> None:
+        super().__init__(
+            SpanContext(_new_id(128), _new_id(64), is_remote=False, trace_flags=_SAMPLED),
+        )
+        self.name = ATTEMPT_SPAN_NAME
+        self.attributes: dict[str, Any] = dict(attributes)
+        self.events: list[dict[str, Any]] = []
+        self.status: str = "unset"
+        self.status_message: str | None = None
+        self.start_ns = time.time_ns()
+        self.end_ns: int | None = None
+
+    @property
+    def trace_id(self) -> str:
+        """The attempt's trace id, 32 lowercase hex digits."""
+        return format(self.get_span_context().trace_id, "032x")
+
+    def is_recording(self) -> bool:
+        return self.end_ns is None
+
+    def end(self, end_time: int | None = None) -> None:
+        if self.end_ns is None:
+            self.end_ns = end_time if end_time is not None else time.time_ns()
+
+    def set_attributes(self, attributes: Mapping[str, types.AnyValue]) -> None:
+        if self.end_ns is None:
+            self.attributes.update(attributes)
+
+    def set_attribute(self, key: str, value: types.AnyValue) -> None:
+        if self.end_ns is None:
+            self.attributes[key] = value
+
+    def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
+        if self.end_ns is None:
+            event = {
+                "name": name,
+                "timestamp_ns": timestamp or time.time_ns(),
+                "attributes": dict(attributes or {}),
+            }
+            self.events.append(event)
+
+    def update_name(self, name: str) -> None:
+        if self.end_ns is None:
+            self.name = name
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        if self.end_ns is not None:
+            return
+        code = status.status_code if isinstance(status, Status) else status
+        if isinstance(status, Status):
+            description = status.description
+        self.status = _STATUS.get(code, "unset")
+        self.status_message = description if code is StatusCode.ERROR else None
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: types.Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        kind = type(exception)
+        name = (
+            kind.__qualname__
+            if kind.__module__ in (None, "builtins")
+            else f"{kind.__module__}.{kind.__qualname__}"
+        )
+        attrs: dict[str, Any] = {
+            "exception.type": name,
+            "exception.message": str(exception),
+            "exception.stacktrace": "".join(traceback.format_exception(exception)),
+            "exception.escaped": str(escaped),
+        }
+        attrs.update(attributes or {})
+        self.add_event("exception", attrs, timestamp)
+
+    def to_record(self) -> SpanRecord:
+        """The span as a ``SpanRecord`` (ends it first if still open); values become plain JSON data."""
+        self.end()
+        ctx = self.get_span_context()
+        return SpanRecord(
+            trace_id=format(ctx.trace_id, "032x"),
+            span_id=format(ctx.span_id, "016x"),
+            parent_id=None,
+            name=self.name,
+            kind="other",
+            start_ns=self.start_ns,
+            end_ns=self.end_ns or self.start_ns,
+            status=self.status,  # type: ignore[arg-type]
+            status_message=self.status_message,
+            attributes={k: jsonable(v) for k, v in dict(self.attributes).items()},
+            events=tuple(
+                {**e, "attributes": {k: jsonable(v) for k, v in e["attributes"].items()}} for e in self.events
+            ),
+        )
+
+
+@contextmanager
+def attempt_context(attributes: Mapping[str, Any]) -> Iterator[AttemptSpan]:
+    """Make a new :class:`AttemptSpan` the current span (a new trace) for the block, and end it after."""
+    span = AttemptSpan(attributes)
+    token = otel_context.attach(trace.set_span_in_context(span))
+    try:
+        yield span
+    finally:
+        otel_context.detach(token)
+        span.end()
 
 
 class _WhileOpen(SpanProcessor):
@@ -47,11 +188,10 @@ class _WhileOpen(SpanProcessor):
 
 @dataclass
 class Capture:
-    """The run's isolated provider, its span collector and the tracer of the attempt root spans."""
+    """The run's isolated provider and its span collector."""
 
     provider: TracerProvider
     collector: SpanCollector
-    tracer: Tracer
     _gate: _WhileOpen = field(repr=False)
 
     def close(self) -> None:
@@ -67,6 +207,4 @@ def open_capture() -> Capture:
     collector = SpanCollector()
     gate = _WhileOpen(collector)
     provider.add_span_processor(gate)
-    return Capture(
-        provider=provider, collector=collector, tracer=provider.get_tracer("replaygate.replay"), _gate=gate
-    )
+    return Capture(provider=provider, collector=collector, _gate=gate)

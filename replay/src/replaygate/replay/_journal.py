@@ -2,7 +2,8 @@
 
 Line 1 is a header (run id, fingerprint, scenarios, shard, policy); each further line is one finished
 attempt. One writer thread drains a queue, writes every waiting line, then fsyncs once (group commit), so
-fifty concurrent attempts share one fsync instead of paying fifty in turn. A process killed mid-write
+fifty concurrent attempts share one fsync instead of paying fifty in turn; the header's own fsync is the
+thread's first job, so the run starts without waiting for the disk. A process killed mid-write
 leaves at most a torn last line, which :func:`read_journal` ignores and :class:`JournalWriter` cuts off
 before appending.
 """
@@ -110,8 +111,6 @@ class JournalWriter:
             self._fh = open(self.path, "r+b")
             self._fh.truncate(truncate_at if truncate_at is not None else self._fh.seek(0, os.SEEK_END))
             self._fh.seek(0, os.SEEK_END)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._pending = 0
@@ -151,6 +150,11 @@ class JournalWriter:
             raise RunFileError(f"{self.path}: cannot write the journal ({self._error})") from self._error
 
     def _run(self) -> None:
+        try:  # the header (or the cut of a torn tail) is made durable here, while the first attempts run
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except Exception as exc:  # reported to the runner by the next append/flush/close
+            self._error = exc
         stop = False
         while not stop:
             batch = [self._queue.get()]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from replaygate.replay._artifacts import ArtifactWriter
+from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
 from replaygate.replay._attempt import AttemptRunner, Scorer
 from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import open_capture
@@ -71,14 +71,20 @@ def _new_run_id() -> str:
     return f"run-{stamp}-{secrets.token_hex(3)}"
 
 
-def _artifact_checked(attempt: Attempt, failed: set[tuple[str, int]]) -> Attempt:
-    """Clear ``artifact_path`` when the write failed (or, for a resumed attempt, the file is gone)."""
+def _without_artifact(attempt: Attempt) -> Attempt:
+    return attempt.model_copy(update={"artifact_path": None})
+
+
+def _resumed_artifact(attempt: Attempt, writer: ArtifactWriter | None) -> Attempt:
+    """A journaled attempt keeps its ``artifact_path`` only while its artifact is still there."""
     path = attempt.artifact_path
     if path is None:
         return attempt
-    if (attempt.scenario_id, attempt.index) in failed or not Path(path).is_file():
-        return attempt.model_copy(update={"artifact_path": None})
-    return attempt
+    if writer is not None and path == str(writer.path):
+        present = (attempt.scenario_id, attempt.index) in writer.kept
+    else:  # written without this run's writer (resumed with --no-artifacts, or by an older version)
+        present = Path(path).is_file()
+    return attempt if present else _without_artifact(attempt)
 
 
 def _check_resume(old: Fingerprint, new: Fingerprint, journal: Path) -> None:
@@ -123,13 +129,14 @@ async def run_suite_async(
         seed: recorded in the fingerprint (resume and comparisons require the same seed).
         judges: judges by name (default: the offline judges).
         policy: the parsed gate policy; its hash goes in the fingerprint, the policy in the run file.
-        out_path: the run file; the journal is ``<out_path>.journal``, artifacts go under
-            ``<out dir>/<run id>/artifacts/``.
+        out_path: the run file; the journal is ``<out_path>.journal``, the artifacts go to
+            ``<out dir>/<run id>/artifacts.jsonl`` (one JSON line per attempt).
         resume: continue the journal at ``<out_path>.journal`` instead of starting again.
         shard: ``"i/n"``: run only the scenarios of shard i of n (stable by scenario id).
         progress: show a progress bar (True), nothing (False), or call this with each finished attempt.
         tier: the tier the scenarios were selected for (recorded in the fingerprint).
-        artifacts: write per-attempt artifacts (best-effort).
+        artifacts: write per-attempt artifacts (best-effort; each attempt's ``artifact_path`` names the
+            artifacts file, its line is the one with the attempt's scenario id and index).
         scorer: the scoring function (default ``score_attempt``).
         code_commit: True to read ``git rev-parse HEAD``; a string or None to record that instead.
 
@@ -222,7 +229,11 @@ async def run_suite_async(
     use_threads = getattr(the_target, "use_threads", None)
     if callable(use_threads):
         use_threads(concurrency)
-    artifact_writer = ArtifactWriter(out.parent / run_id / "artifacts") if artifacts else None
+    artifact_writer = (
+        ArtifactWriter(artifacts_path(out.parent, run_id), keep=finished if resume else None)
+        if artifacts
+        else None
+    )
     capture = open_capture()
     attempts = AttemptRunner(
         target=the_target,
@@ -281,7 +292,10 @@ async def run_suite_async(
                 failed_artifacts = artifact_writer.close()
     if journal_failed:
         raise journal_failed[0]
-    results = [_artifact_checked(a, failed_artifacts) for a in results]
+    results = [_resumed_artifact(a, artifact_writer) for a in results[: len(done)]] + [
+        _without_artifact(a) if (a.scenario_id, a.index) in failed_artifacts else a
+        for a in results[len(done) :]
+    ]
 
     results.sort(key=lambda a: (a.scenario_id, a.index))
     run = RunFile(

@@ -7,7 +7,6 @@ and optional ``messages`` (a list). Anything else is garbage and makes the attem
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import importlib
 import inspect
@@ -133,14 +132,7 @@ class CallableTarget:
         else:
             if self.pool is None:
                 self.pool = DaemonThreadPool(8)
-            ctx = contextvars.copy_context()
-            fut = self.pool.submit(ctx.run, self.fn, *args)
-            try:
-                result = await asyncio.wrap_future(fut)
-            except asyncio.CancelledError:  # the attempt timed out (or the run was cancelled)
-                if not fut.done():
-                    self.pool.abandon(fut)
-                raise
+            result = await self.pool.run(contextvars.copy_context().run, self.fn, *args)
             if inspect.isawaitable(result):
                 result = await result
         return parse_target_output(result)
