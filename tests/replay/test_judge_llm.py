@@ -94,6 +94,7 @@ def test_valid_claims_mode_reply(server: FakeOpenAI) -> None:
             "reason": "r",
         },  # unknown id
         {"verdict": "yes", "score": 1.0, "document_ids": [], "reason": "r"},
+        {"verdict": "supported", "score": 1.0, "document_ids": [], "reason": "r"},  # supported by nothing
     ],
 )
 def test_malformed_reply_is_retried_once_then_error(server: FakeOpenAI, bad: Any) -> None:

@@ -9,9 +9,9 @@
   make the judge cite an id that was not retrieved.
 * The groundedness (faithfulness) prompt never contains the question: the scorer does not pass it, and
   this judge does not accept it for that task.
-* A reply outside the schema (not JSON, a missing field, an unknown id) is retried once, then raises
-  :class:`JudgeError`; a timeout or an HTTP error raises :class:`JudgeError` at once. The attempt then
-  becomes ``error``, never a pass.
+* A reply outside the schema (not JSON, a missing field, an unknown id, a ``supported`` verdict or claim
+  that cites no document) is retried once, then raises :class:`JudgeError`; a timeout or an HTTP error
+  raises :class:`JudgeError` at once. The attempt then becomes ``error``, never a pass.
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ class _AnswerReply(_Reply):
     def _ids(cls, value: list[str], info: ValidationInfo) -> list[str]:
         for v in value:
             cls._known(v, info)
+        if info.data.get("verdict") == "supported" and not value:
+            raise ValueError("a 'supported' verdict cites no document id")
         return value
 
 
