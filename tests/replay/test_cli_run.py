@@ -184,6 +184,22 @@ def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.Capture
     assert not (project / "bad.json").exists()
 
 
+def test_merge_of_shards_with_errors_lists_them_and_exits_1(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = BASE + ["--target", "rg_cli_targets:flaky", "--tag", "risk=low", "--timeout", "0.3", "--quiet"]
+    for i in (1, 2):
+        assert cli(args + ["--out", f"s{i}.json", "--shard", f"{i}/2", "--no-artifacts"]) == 1
+    capsys.readouterr()
+    assert cli(["merge", "all.json", "s1.json", "s2.json"]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].endswith("6 attempts: 6 errors, 0 fails, 0 passes")
+    assert out.splitlines()[1].startswith("ERRORS (6)") and "b-raise#0: target raised ConnectionError" in out
+    assert "run file: all.json" in out and "6 of 6 attempts errored" in err
+    assert cli(["merge", "all.json", "s1.json", "s2.json", "--quiet"]) == 1
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
 def test_holdout_scenarios_are_left_out_and_said_so(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,11 +7,12 @@ r"""``replaygate run``, ``replaygate merge`` and ``replaygate fingerprint``.
         --tier release --repeats 5 --concurrency 8 --timeout 60 --seed 0 --policy gate-policy.yaml \
         --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--no-artifacts] \
         [--judge offline|llm --judge-model M --judge-base-url URL --judge-timeout 30]
-    replaygate merge runs/all.json runs/shard-*.json
+    replaygate merge runs/all.json runs/shard-*.json [--quiet]
     replaygate fingerprint runs/candidate.json [--json]
 
-``run`` exits 0 when no attempt errored, 1 when any attempt errored (the summary lists them first), 3 on a
-usage or data error. Failing attempts do not change the exit code: whether they block is the gate's call.
+``run`` and ``merge`` exit 0 when no attempt errored, 1 when any attempt errored (the summary lists them
+first), 3 on a usage or data error. Failing attempts do not change the exit code: whether they block is
+the gate's call.
 The summary lists errors, then fails with their failure attribution (retrieval or generation), the
 per-scenario counts, the retrieval metrics (mean and per scenario) with what the retriever's similarity
 threshold filtered (flagged NO-OP when it never filtered anything), and the guardrails.
@@ -297,6 +298,11 @@ def run_cmd(
             err=True,
         )
         raise click.Abort() from None
+    _report(run, out_path, quiet=quiet)
+
+
+def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
+    """Print a run's summary (errors first); exit 1 when any attempt errored."""
     summary = run.summary
     lines = [summary_headline(summary)] if quiet else summary_lines(summary) + _retrieval_lines(run)
     for line in lines:
@@ -316,12 +322,12 @@ def run_cmd(
 @click.command("merge")
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def merge_cmd(out: str, files: tuple[str, ...]) -> None:
-    """Merge the run files of every shard of one run into OUT."""
+@click.option("--quiet", is_flag=True, help="Print only the summary line.")
+def merge_cmd(out: str, files: tuple[str, ...], quiet: bool) -> None:
+    """Merge the run files of every shard of one run into OUT (exit 1 when any attempt errored)."""
     run = merge_runs(list(files))
     save_run(run, out)
-    click.echo(summary_headline(run.summary))
-    click.echo(f"run file: {out}")
+    _report(run, Path(out), quiet=quiet)
 
 
 @click.command("fingerprint")
