@@ -24,6 +24,7 @@ import yaml
 from replaygate.instrumentation import TraceRecord, TraceStore
 from rich.text import Text
 
+from replaygate.canary import CanaryStore, RolloutState
 from replaygate.cli import main as replaygate_main
 
 if TYPE_CHECKING:
@@ -51,10 +52,11 @@ def _work(demo: Demo) -> Path:
     return demo.store.parent / "demo"
 
 
-def replaygate(demo: Demo, *args: str, expect: tuple[int, ...] = (0,)) -> int:
+def replaygate(demo: Demo, *args: str, expect: tuple[int, ...] = (0,), echo: bool = True) -> int:
     """Print and run one ``replaygate`` command in this process; return its exit code."""
     shown = " ".join(shlex.quote(a) for a in args)
-    demo.console.print(Text(f"$ replaygate {shown}", style="bold cyan"))
+    if echo:
+        demo.console.print(Text(f"$ replaygate {shown}", style="bold cyan"))
     try:
         replaygate_main(list(args))
         code = 0
@@ -237,29 +239,63 @@ def canary(demo: Demo) -> None:
         "--by",
         RELEASER,
         "--plan",
-        "5,25,50,100",
+        "10,25,50,100",
         "--reason",
         "signed gate pass",
         *common,
     )
-    replaygate(demo, "canary", "simulate", "--batches", "4", "--batch-size", "400", "--seed", "1", *common)
+    # Live traffic arrives one batch at a time; the canary widens only when the evidence holds.
+    start_share = _share(demo)
+    for batch in range(1, 13):
+        replaygate(
+            demo,
+            "canary",
+            "simulate",
+            "--batches",
+            "1",
+            "--batch-size",
+            "500",
+            "--seed",
+            str(batch),
+            *common,
+            echo=batch == 1,
+        )
+        if _share(demo) > start_share:
+            break
+    else:
+        raise StageError("the canary never widened on twelve batches of equal traffic")
     replaygate(demo, "canary", "status", "--store", store)
+    demo.console.print("Now the candidate's escalation rate rises by 10 points (planted):")
     replaygate(
         demo,
         "canary",
         "simulate",
         "--batches",
-        "12",
+        "20",
         "--batch-size",
-        "400",
+        "500",
         "--seed",
-        "2",
+        "99",
         "--plant-escalation",
         "0.10",
         *common,
         expect=(0, 1),
     )
     replaygate(demo, "canary", "status", "--store", store)
+    if _state(demo).status != "rolled_back":
+        raise StageError("the planted rise in escalations was not rolled back")
+
+
+def _state(demo: Demo) -> RolloutState:
+    canary_store = CanaryStore(str(demo.store))
+    try:
+        return canary_store.load()
+    finally:
+        canary_store.close()
+
+
+def _share(demo: Demo) -> float:
+    return _state(demo).share
 
 
 def serve_hint(demo: Demo) -> None:

@@ -9,8 +9,12 @@ policy does not cover (negative-feedback rate, sampled groundedness) use :data:`
   worsening at ``widen_confidence`` (80% by default) must be within the tolerance. A clearly worse
   candidate therefore never widens on a lucky small sample; an equal one widens once the arms are large.
 - **Breach** (automatic rollback): a measure worse than its tolerance whose difference is also
-  significant at ``rollback_alpha`` (stricter than the gate's alpha, because a live canary is looked at
-  again and again), with at least ``min_breach_count`` requests in both arms.
+  significant at ``rollback_alpha`` divided by the number of measures checked (Bonferroni: eight
+  measures are looked at on every check, and a live canary is checked again and again), with at least
+  ``min_breach_count`` requests in both arms. A rollback is cheap and a missed breach is not, so the
+  test is against "no difference" (a 10-point rise in escalations rolls back after ~150 candidate
+  requests), not against the tolerance; the correction is what keeps rare-event rates (1 empty answer
+  in 100) from rolling back an equal candidate on a small arm.
 """
 
 from __future__ import annotations
@@ -154,6 +158,8 @@ def evaluate_evidence(
     notes: list[str] = []
     nb, nc = measures.baseline.n, measures.candidate.n
     enough_for_breach = min(nb, nc) >= settings.min_breach_count
+    checked = [d for d in measures.diffs if d.name in tolerances and d.delta is not None]
+    breach_alpha = settings.rollback_alpha / max(1, len(checked))
     if nb < settings.min_count or nc < settings.min_count:
         missing.append(
             f"not enough traffic yet: {nc} candidate and {nb} baseline requests in this step "
@@ -172,8 +178,8 @@ def evaluate_evidence(
         if worsening > allowed + 1e-12:
             text = f"{d.label} is worse by {_fmt(d.name, worsening)} (tolerance {limit.describe()})"
             missing.append(text)
-            if enough_for_breach and d.p_value is not None and d.p_value < settings.rollback_alpha:
-                breaches.append(f"{text}, p = {d.p_value:.2g} < {settings.rollback_alpha:g}")
+            if enough_for_breach and d.p_value is not None and d.p_value < breach_alpha:
+                breaches.append(f"{text}, p = {d.p_value:.2g} < {breach_alpha:.2g}")
         elif d.worst_case is not None and d.worst_case > allowed + 1e-12:
             missing.append(
                 f"{d.label}: cannot yet rule out a worsening beyond tolerance "
