@@ -141,6 +141,9 @@ def test_cli_exit_codes(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as info:
         main(["judge", "calibrate", str(EXAMPLE), "--judge", "llm"])
     assert info.value.code == 3
+    with pytest.raises(SystemExit) as info:
+        main(["judge", "calibrate", str(EXAMPLE), "--timeout", "0"])
+    assert info.value.code == 3
 
 
 def test_cli_with_an_llm_judge_on_a_loopback_server(

@@ -71,7 +71,12 @@ def _print(console: Console, report: dict[str, Any]) -> None:
 @click.option("--judge-model", "model", default=None, help="LLM judge model (env REPLAYGATE_JUDGE_MODEL).")
 @click.option("--judge-base-url", "base_url", default=None, help="OpenAI-compatible base URL.")
 @click.option(
-    "--timeout", "timeout_s", type=float, default=30.0, show_default=True, help="LLM request timeout."
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="LLM request timeout (s).",
 )
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.8, show_default=True)
 @click.option("--min-kappa", type=float, default=None, help="Exit 1 when kappa is below this (or undefined).")
