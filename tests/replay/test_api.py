@@ -75,6 +75,8 @@ EXPECTED = {
     "OfflineContextRelevanceJudge",
     "LlmJudge",
     "retrieval_metrics",
+    "retrieval_summary",
+    "judges_from_fingerprint",
     # errors, version
     "ReplayError",
     "ScenarioError",

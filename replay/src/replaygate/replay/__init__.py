@@ -18,7 +18,9 @@ Each attempt's own spans are captured in-process and scored; an attempt is ``pas
 ``error`` (target raised, timed out, bad output, judge failed: never a pass, never skipped). The run is
 journaled beside the run file (``<out>.journal``, fsynced in groups) and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
-combines them. The CLI is ``replaygate run | merge | fingerprint``.
+combines them. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
+whether the similarity threshold ever filtered anything); :func:`judges_from_fingerprint` rebuilds the
+judges a run was recorded with. The CLI is ``replaygate run | merge | fingerprint``.
 """
 
 from replaygate.replay._candidate import Candidate, declared_versions
@@ -32,11 +34,18 @@ from replaygate.replay._errors import (
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
 from replaygate.replay._http_target import HttpTarget
 from replaygate.replay._journal import journal_path, read_journal
-from replaygate.replay._judges import Judge, JudgeVerdict, create_judge, create_judges, register_judge
+from replaygate.replay._judges import (
+    Judge,
+    JudgeVerdict,
+    create_judge,
+    create_judges,
+    judges_from_fingerprint,
+    register_judge,
+)
 from replaygate.replay._llm_judge import LlmJudge
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
-from replaygate.replay._retrieval_metrics import retrieval_metrics
+from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
 from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
@@ -143,6 +152,7 @@ __all__ = [
     "git_commit",
     "in_shard",
     "journal_path",
+    "judges_from_fingerprint",
     "load_run",
     "load_scenario",
     "load_scenarios",
@@ -152,6 +162,7 @@ __all__ = [
     "read_journal",
     "register_judge",
     "retrieval_metrics",
+    "retrieval_summary",
     "run_suite",
     "run_suite_async",
     "save_run",

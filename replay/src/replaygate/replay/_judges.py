@@ -7,7 +7,9 @@ a groundedness (faithfulness) judge never receives it, so it cannot score releva
 
 ``@register_judge("name")`` registers a factory (a class or a function); ``create_judge("name", **args)``
 calls it and records ``{"name": ..., "args": ...}`` on the judge (:func:`judge_spec`) so a run can rebuild
-its judges from its run file. Secrets (``api_key``) are never recorded.
+its judges from its run file. Secrets (``api_key``) are never recorded. :func:`judges_from_fingerprint`
+rebuilds the built-in judges from a run's fingerprint (judge model and prompt version); ``replaygate run
+--resume`` uses it so a resumed run keeps its judges.
 
 Environment variables read by :func:`create_judges` for ``kind="llm"`` when an argument is not given:
 ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_MODEL``, ``REPLAYGATE_JUDGE_API_KEY``.
