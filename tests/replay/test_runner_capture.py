@@ -154,3 +154,57 @@ def test_agent_calls_after_the_run_are_not_kept(tmp_path: Path) -> None:
     for _ in range(5):
         respond("refund ORD-1 please")  # the agent used again, outside any run
     assert capture.collector.trace_ids() == []
+
+
+def test_what_a_target_sets_on_the_attempt_span_is_recorded(tmp_path: Path) -> None:
+    from opentelemetry import trace
+    from replaygate.instrumentation import _semconv as sc
+
+    late = threading.Event()
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        span = trace.get_current_span()  # the attempt's root span: no agent span is open here
+        assert span.is_recording()
+        span.set_attribute(sc.RG_VARIANT, "blue")
+        span.record_exception(ValueError("handled"))
+        if context.get("slow"):
+            late.wait(2)
+        return "answer"
+
+    scenarios = [scenario("plain", repeats=1), scenario("slow", repeats=1, context={"slow": True})]
+    run = run_suite(
+        scenarios, target, {}, out_path=tmp_path / "run.json", progress=False, code_commit=None, timeout_s=0.3
+    )
+    late.set()
+    plain, slow = run.attempts
+    assert plain.status == "pass" and slow.status == "error" and "timed out" in (slow.error or "")
+    artifacts = read_artifacts(plain.artifact_path or "")
+    for attempt in (plain, slow):
+        [root] = [s for s in artifacts[(attempt.scenario_id, 0)]["spans"] if s["name"] == "replay attempt"]
+        assert root["trace_id"] == attempt.trace_id and root["attributes"][sc.RG_VARIANT] == "blue"
+        assert [e["attributes"]["exception.type"] for e in root["events"]] == ["ValueError"]
+    assert root["status"] == "error" and root["status_message"] == "timed out after 0.3s"
+
+
+def test_attempt_span_is_current_inside_and_records_plain_values_until_it_ends() -> None:
+    from opentelemetry import trace
+    from opentelemetry.trace import StatusCode
+    from replaygate.replay._capture import AttemptSpan
+
+    outside = trace.get_current_span()
+    with AttemptSpan({"replaygate.attempt.index": 2}) as root:
+        assert trace.get_current_span() is root
+        root.set_attributes({"tags": ("a", "b"), "n": 1.5})
+        root.add_event("note", {"k": [1, 2]})
+        root.update_name("renamed")
+        root.set_status(StatusCode.OK, "ignored description")
+    assert trace.get_current_span() is outside and not root.is_recording()
+    root.set_attribute("late", 1)  # after the end: ignored, like an SDK span
+    root.set_status(StatusCode.ERROR, "late")
+    record = root.to_record()
+    assert record.name == "renamed" and record.parent_id is None and record.kind == "other"
+    assert record.attributes == {"replaygate.attempt.index": 2, "tags": ["a", "b"], "n": 1.5}
+    assert record.events[0]["name"] == "note" and record.events[0]["attributes"] == {"k": [1, 2]}
+    assert (record.status, record.status_message) == ("ok", None)
+    assert record.trace_id == root.trace_id == format(root.get_span_context().trace_id, "032x")
+    assert record.start_ns <= record.end_ns and len(record.span_id) == 16

@@ -7,11 +7,11 @@ its scenario id and index (``jq 'select(.scenario_id == "S" and .index == 0)' FI
 :func:`read_artifacts`). One file instead of one per attempt: creating thousands of small files costs
 more than the agent calls of a fast suite.
 
-:class:`ArtifactWriter` serializes and appends from one background thread, so the runner never waits on
-the disk. A failed write is logged and reported by :meth:`ArtifactWriter.close` (the runner then clears
-that attempt's ``artifact_path``), and never fails the attempt. A resumed run keeps the lines of the
-attempts its journal holds and drops the rest (attempts that are run again), so every attempt has at
-most one line.
+:class:`ArtifactWriter` serializes and appends from one background thread, so the runner never waits on the
+disk; the runner hands it the artifacts of each turn of the event loop together. A failed write is logged and
+reported by :meth:`ArtifactWriter.close` (the runner then clears that attempt's ``artifact_path``), and never
+fails the attempt. A resumed run keeps the lines of the attempts its journal holds and drops the rest
+(attempts that are run again), so every attempt has at most one line.
 """
 
 from __future__ import annotations
@@ -156,6 +156,7 @@ class ArtifactWriter:
             self._good = os.fstat(self._fd).st_size
         except Exception as exc:  # best-effort: the run goes on without artifacts
             log.warning("could not open the artifacts file %s: %s; attempts will have no artifact", path, exc)
+        self._pending: list[tuple[str, int, dict[str, Any]]] = []
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="replaygate-artifacts", daemon=True)
         self._thread.start()
@@ -177,7 +178,11 @@ class ArtifactWriter:
         error: str | None,
         trace_id: str | None,
     ) -> str | None:
-        """Queue one attempt's artifact; return the artifacts file's path (None when it is not usable)."""
+        """Hold one attempt's artifact for the next :meth:`flush`; return the artifacts file's path.
+
+        Returns None when the file is not usable. Call ``submit`` and ``flush`` from one thread (the
+        event loop's).
+        """
         if self._fd is None:
             return None
         fields = {
@@ -188,8 +193,14 @@ class ArtifactWriter:
             "error": error,
             "trace_id": trace_id,
         }
-        self._queue.put((scenario_id, index, fields))
+        self._pending.append((scenario_id, index, fields))
         return str(self.path)
+
+    def flush(self) -> None:
+        """Hand the held artifacts to the writer thread at once (one wake-up of it for all of them)."""
+        if self._pending:
+            self._queue.put(self._pending)
+            self._pending = []
 
     def _write(self, items: list[tuple[str, int, dict[str, Any]]]) -> None:
         assert self._fd is not None
@@ -224,7 +235,7 @@ class ArtifactWriter:
                 except queue.Empty:
                     break
             stop = any(item is _STOP for item in batch)
-            items = [item for item in batch if item is not _STOP]
+            items = [item for held in batch if held is not _STOP for item in held]
             if items:
                 try:
                     self._write(items)
@@ -233,7 +244,8 @@ class ArtifactWriter:
                     self.failed.update((sid, i) for sid, i, _ in items)
 
     def close(self) -> set[_Key]:
-        """Finish every queued write, close the file; return the (scenario id, index) whose write failed."""
+        """Write everything held or queued, close the file; return the (scenario id, index) that failed."""
+        self.flush()
         self._queue.put(_STOP)
         self._thread.join()
         if self._fd is not None:

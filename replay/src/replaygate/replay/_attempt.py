@@ -16,7 +16,7 @@ from opentelemetry.trace import StatusCode
 from replaygate.instrumentation._records import TraceSummary
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.replay._artifacts import ArtifactWriter
-from replaygate.replay._capture import Capture, attempt_context
+from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._measures import compute_measures
@@ -79,7 +79,7 @@ class AttemptRunner:
         output: TargetOutput | None = None
         error: str | None = None
         attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
-        with attempt_context(attributes) as root:
+        with AttemptSpan(attributes) as root:
             trace_id = root.trace_id
             session_id = f"{self.run_id}/{scenario.id}/{index}"
             t0 = time.perf_counter()

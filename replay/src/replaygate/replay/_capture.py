@@ -7,11 +7,11 @@ or the trace store (OTLP and Langfuse export are switched off for the run too: r
 production traffic). As ``configure`` is last-call-wins, a process that had configured its own export
 must call ``configure`` again after a run.
 
-Each attempt runs under a root span ``replay attempt`` (:class:`AttemptSpan`): a light span made
-current with :func:`attempt_context`, so the agent's spans become its children in a trace of their
-own; it records what is set on it like an SDK span and is turned into a ``SpanRecord`` directly, without
-the SDK's span machinery (a measurable share of a fast target's attempt). After the target returns, the
-runner pops that trace's spans and summarizes them.
+Each attempt runs under a root span ``replay attempt`` (:class:`AttemptSpan`): a light span made current by
+``with AttemptSpan(attributes) as root:``, so the agent's spans become its children in a trace of their own;
+it records what is set on it like an SDK span and is turned into a ``SpanRecord`` directly, without the SDK's
+span machinery (a measurable share of a fast target's attempt). After the target returns, the runner pops that
+trace's spans and summarizes them.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from __future__ import annotations
 import random
 import time
 import traceback
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextvars import Token
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -34,11 +35,19 @@ from replaygate.instrumentation import SpanCollector, configure
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._summary import jsonable
 
-__all__ = ["ATTEMPT_SPAN_NAME", "AttemptSpan", "Capture", "attempt_context", "open_capture"]
+__all__ = ["ATTEMPT_SPAN_NAME", "AttemptSpan", "Capture", "open_capture"]
 
 ATTEMPT_SPAN_NAME = "replay attempt"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _STATUS = {StatusCode.OK: "ok", StatusCode.ERROR: "error", StatusCode.UNSET: "unset"}
+
+
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    # dict() first: a timed-out sync target may still be setting attributes from its thread.
+    return {k: v if type(v) in _PLAIN else jsonable(v) for k, v in dict(attributes).items()}
 
 
 def _new_id(bits: int) -> int:
@@ -56,9 +65,11 @@ class AttemptSpan(NonRecordingSpan):
     """
 
     def __init__(self, attributes: Mapping[str, Any]) -> None:
-        super().__init__(
-            SpanContext(_new_id(128), _new_id(64), is_remote=False, trace_flags=_SAMPLED),
-        )
+        trace_id, span_id = _new_id(128), _new_id(64)
+        super().__init__(SpanContext(trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
+        self.trace_id = format(trace_id, "032x")
+        """The attempt's trace id, 32 lowercase hex digits."""
+        self.span_id = format(span_id, "016x")
         self.name = ATTEMPT_SPAN_NAME
         self.attributes: dict[str, Any] = dict(attributes)
         self.events: list[dict[str, Any]] = []
@@ -66,11 +77,23 @@ class AttemptSpan(NonRecordingSpan):
         self.status_message: str | None = None
         self.start_ns = time.time_ns()
         self.end_ns: int | None = None
+        self._token: Token[Context] | None = None
 
-    @property
-    def trace_id(self) -> str:
-        """The attempt's trace id, 32 lowercase hex digits."""
-        return format(self.get_span_context().trace_id, "032x")
+    def __enter__(self) -> AttemptSpan:
+        """Make this span the current one (a new trace) until ``__exit__``, which also ends it."""
+        self._token = otel_context.attach(trace.set_span_in_context(self))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)
+            self._token = None
+        self.end()
 
     def is_recording(self) -> bool:
         return self.end_ns is None
@@ -134,10 +157,9 @@ class AttemptSpan(NonRecordingSpan):
     def to_record(self) -> SpanRecord:
         """The span as a ``SpanRecord`` (ends it first if still open); values become plain JSON data."""
         self.end()
-        ctx = self.get_span_context()
         return SpanRecord(
-            trace_id=format(ctx.trace_id, "032x"),
-            span_id=format(ctx.span_id, "016x"),
+            trace_id=self.trace_id,
+            span_id=self.span_id,
             parent_id=None,
             name=self.name,
             kind="other",
@@ -145,23 +167,11 @@ class AttemptSpan(NonRecordingSpan):
             end_ns=self.end_ns or self.start_ns,
             status=self.status,  # type: ignore[arg-type]
             status_message=self.status_message,
-            attributes={k: jsonable(v) for k, v in dict(self.attributes).items()},
-            events=tuple(
-                {**e, "attributes": {k: jsonable(v) for k, v in e["attributes"].items()}} for e in self.events
-            ),
+            attributes=_plain(self.attributes),
+            events=tuple({**e, "attributes": _plain(e["attributes"])} for e in self.events)
+            if self.events
+            else (),
         )
-
-
-@contextmanager
-def attempt_context(attributes: Mapping[str, Any]) -> Iterator[AttemptSpan]:
-    """Make a new :class:`AttemptSpan` the current span (a new trace) for the block, and end it after."""
-    span = AttemptSpan(attributes)
-    token = otel_context.attach(trace.set_span_in_context(span))
-    try:
-        yield span
-    finally:
-        otel_context.detach(token)
-        span.end()
 
 
 class _WhileOpen(SpanProcessor):

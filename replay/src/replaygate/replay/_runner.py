@@ -253,9 +253,11 @@ async def run_suite_async(
     journal_failed: list[RunFileError] = []
 
     def hand_over() -> None:
-        # Attempts finished in one turn of the event loop go to the journal thread together.
+        # Attempts finished in one turn of the event loop go to the journal and artifact threads together.
         batch = finished_now[:]
         finished_now.clear()
+        if artifact_writer is not None:
+            artifact_writer.flush()
         try:
             writer.extend(batch)
         except RunFileError as exc:  # raised by the workers: a run that cannot journal stops
