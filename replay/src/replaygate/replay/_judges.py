@@ -6,10 +6,11 @@ A judge is an object with a ``name`` (``groundedness`` or ``context_relevance``)
 a groundedness (faithfulness) judge never receives it, so it cannot score relevance instead.
 
 ``@register_judge("name")`` registers a factory (a class or a function); ``create_judge("name", **args)``
-calls it and records ``{"name": ..., "args": ...}`` on the judge (:func:`judge_spec`) so a run can rebuild
-its judges from its run file. Secrets (``api_key``) are never recorded. :func:`judges_from_fingerprint`
-rebuilds the built-in judges from a run's fingerprint (judge model and prompt version); ``replaygate run
---resume`` uses it so a resumed run keeps its judges.
+calls it and records ``{"name": ..., "args": ...}`` on the judge (:func:`judge_spec`); secrets
+(``api_key``) are never recorded. The run file itself records the judges' model and prompt version (in
+its fingerprint), from which :func:`judges_from_fingerprint` rebuilds the built-in judges; ``replaygate
+run --resume`` uses it so a resumed run keeps its judges. (Custom judges' specs are not yet written to the
+run file.)
 
 Environment variables read by :func:`create_judges` for ``kind="llm"`` when an argument is not given:
 ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_MODEL``, ``REPLAYGATE_JUDGE_API_KEY``.
