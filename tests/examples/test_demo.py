@@ -51,7 +51,7 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         assert "BLOCK;" in run and "[rule-1] must-pass scenario refund-over-limit-001 newly fails" in run
         assert "PASS;" in run or "NEEDS-SIGN-OFF" in run.upper()
         assert "signed by release-bob" in run
-        assert "start: signed gate pass; now canary 5%" in run
+        assert "start: signed gate pass; now canary 10%" in run
         assert "widen:" in run
         assert "automatic rollback: escalation rate is worse" in run and "state: rolled back" in run
     assert "negative_feedback" in first
