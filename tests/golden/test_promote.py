@@ -213,6 +213,9 @@ def test_bad_promotion_arguments(tmp_path: Path) -> None:
         promote(gs, origin="rumour")
     with pytest.raises(GoldenError, match="owner"):
         promote(gs, owner=" ")
+    with pytest.raises(GoldenError, match=r"^cannot draft .*: id: String should match .*'Bad Id'") as bad_id:
+        promote(gs, scenario_id="Bad Id")
+    assert "\n" not in str(bad_id.value) and "errors.pydantic.dev" not in str(bad_id.value)
     with pytest.raises(StoreError):
         promote_trace(conversation(), "9" * 32, gs, owner="a", origin="near-miss")
     empty = FakeStore(record("9" * 32, (), 1, session=None))

@@ -297,6 +297,9 @@ def test_store_location_schema_version_and_missing_store(
         resolve_store_path("postgresql://host/db")
     with pytest.raises(StoreError, match="no trace store"):
         TraceStore(tmp_path / "missing.db", create=False)
+    for create in (True, False):
+        with pytest.raises(StoreError, match="is a directory: give the store file"):
+            TraceStore(tmp_path, create=create)
     deep = tmp_path / "a" / "b" / "c.db"
     TraceStore(deep).close()
     assert deep.is_file()

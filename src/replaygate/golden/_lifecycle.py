@@ -24,7 +24,7 @@ from replaygate.replay._scenario import (
     load_scenario,
 )
 
-from replaygate.golden._errors import GoldenError
+from replaygate.golden._errors import GoldenError, describe_invalid
 from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._lock import LockEntry, changelog_hash, lock_entry
 
@@ -116,7 +116,7 @@ def update_scenario(
     try:
         updated = Scenario.model_validate(data)
     except ValueError as exc:
-        raise GoldenError(f"{scenario_id}: invalid change ({exc})") from None
+        raise GoldenError(f"{scenario_id}: invalid change: {describe_invalid(exc)}") from None
     golden.write([updated])
     return updated
 

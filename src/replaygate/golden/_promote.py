@@ -32,7 +32,7 @@ from replaygate.replay._scenario import (
     load_scenario,
 )
 
-from replaygate.golden._errors import GoldenError
+from replaygate.golden._errors import GoldenError, describe_invalid
 from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._lifecycle import default_author, today_utc
 from replaygate.golden._lock import lock_entry
@@ -192,7 +192,10 @@ def draft_scenario(
     try:
         return Scenario.model_validate(data)
     except ValueError as exc:
-        raise GoldenError(f"cannot draft a scenario from trace {summary.trace_id}: {exc}") from None
+        raise GoldenError(
+            f"cannot draft a scenario from trace {summary.trace_id}: {describe_invalid(exc)}; "
+            "fix the option given (an --id is lowercase letters, digits, '.', '_' and '-')"
+        ) from None
 
 
 def find_promoted(golden: GoldenSet, trace_id: str) -> tuple[Scenario, Path] | None:

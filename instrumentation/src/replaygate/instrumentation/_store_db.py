@@ -151,6 +151,10 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     """Open (and create or migrate) the store at ``path``; every failure is a :class:`StoreError`."""
+    if path.is_dir():
+        raise StoreError(
+            f"trace store {path} is a directory: give the store file, e.g. {path / 'replaygate.db'}"
+        )
     if not create and not path.is_file():
         raise StoreError(
             f"no trace store at {path}: run an instrumented agent first, or point --store / "
