@@ -130,7 +130,7 @@ def _config(demo: Demo, name: str, seed_key: str) -> Path:
     return path
 
 
-def _run(demo: Demo, name: str, seed_key: str) -> Path:
+def _run(demo: Demo, name: str, seed_key: str, verbose: bool = False) -> Path:
     out = _work(demo) / "runs" / f"{seed_key}.json"
     replaygate(
         demo,
@@ -151,7 +151,7 @@ def _run(demo: Demo, name: str, seed_key: str) -> Path:
         str(POLICY),
         "--out",
         str(out),
-        "--quiet",
+        *(() if verbose else ("--quiet",)),
     )
     return out
 
@@ -159,7 +159,7 @@ def _run(demo: Demo, name: str, seed_key: str) -> Path:
 def replay(demo: Demo) -> None:
     """Stage 4: replay the golden set k=5 times: the production configuration twice, the candidate once."""
     plan = (("production", "production"), ("production-2", "production"), ("candidate", "candidate"))
-    demo.results["runs"] = {key: _run(demo, name, key) for key, name in plan}
+    demo.results["runs"] = {key: _run(demo, name, key, verbose=key == "candidate") for key, name in plan}
 
 
 def _gate(demo: Demo, candidate: Path, name: str, expect: tuple[int, ...]) -> tuple[int, Path]:
