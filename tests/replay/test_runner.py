@@ -341,3 +341,38 @@ def test_progress_bar_shows_errors_fails_and_passes(
     err = capsys.readouterr().err
     assert "errors 2  fails 2  passes 2" in err
     assert result.summary["errors"] == 2
+
+
+def test_a_raising_target_leaves_its_traceback_in_the_artifact(tmp_path: Path) -> None:
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        raise RuntimeError("database down")
+
+    [attempt] = run([scenario("boom", repeats=1)], target, tmp_path).attempts
+    assert attempt.status == "error" and attempt.error == "target raised RuntimeError: database down"
+    doc = read_artifacts(attempt.artifact_path or "")[("boom", 0)]
+    [root] = [s for s in doc["spans"] if s["name"] == "replay attempt"]
+    [event] = root["events"]
+    assert event["attributes"]["exception.type"] == "RuntimeError"
+    assert 'raise RuntimeError("database down")' in event["attributes"]["exception.stacktrace"]
+    assert root["status"] == "error" and doc["error"] == attempt.error
+
+
+def test_run_suite_restores_the_garbage_collector(tmp_path: Path) -> None:
+    import gc
+
+    seen: list[tuple[int, int]] = []
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        return "good"
+
+    before = gc.get_threshold()
+    run([scenario("a", repeats=1)], target, tmp_path)
+    assert seen[0][0] > 0 and seen[0][1] >= 5000  # old objects set aside during the run
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before and gc.isenabled()
+    gc.freeze()  # a process that froze objects itself is left alone
+    try:
+        run([scenario("b", repeats=1)], target, tmp_path / "again")
+        assert seen[1][1] == before[0] and gc.get_freeze_count() > 0  # not unfrozen by the run
+    finally:
+        gc.unfreeze()

@@ -157,6 +157,7 @@ class ArtifactWriter:
         except Exception as exc:  # best-effort: the run goes on without artifacts
             log.warning("could not open the artifacts file %s: %s; attempts will have no artifact", path, exc)
         self._pending: list[tuple[str, int, dict[str, Any]]] = []
+        self._stopping = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="replaygate-artifacts", daemon=True)
         self._thread.start()
@@ -243,10 +244,16 @@ class ArtifactWriter:
                     log.warning("could not write artifacts to %s: %s", self.path, exc)
                     self.failed.update((sid, i) for sid, i, _ in items)
 
+    def stop(self) -> None:
+        """Hand over what is held and tell the thread to finish (without waiting: :meth:`close` waits)."""
+        if not self._stopping:
+            self._stopping = True
+            self.flush()
+            self._queue.put(_STOP)
+
     def close(self) -> set[_Key]:
         """Write everything held or queued, close the file; return the (scenario id, index) that failed."""
-        self.flush()
-        self._queue.put(_STOP)
+        self.stop()
         self._thread.join()
         if self._fd is not None:
             os.close(self._fd)

@@ -96,6 +96,7 @@ class AttemptRunner:
                     error = f"timed out after {self.timeout_s:g}s"
                 else:
                     error = f"target raised {type(exc).__name__}: {exc}"
+                    root.record_exception(exc)  # the traceback, in the attempt's artifact
             latency_s = time.perf_counter() - t0
             if error is not None:
                 root.set_status(StatusCode.ERROR, error)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import gc
 import logging
 import secrets
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +287,8 @@ async def run_suite_async(
     finally:
         try:
             hand_over()
+            if artifact_writer is not None:
+                artifact_writer.stop()  # finishes in the background while the journal syncs
             writer.close()
         finally:
             report.close()
@@ -371,5 +375,28 @@ def run_suite(
         )
         box.append(run)
 
-    asyncio.run(main())
+    with _old_objects_frozen():
+        asyncio.run(main())
     return box[0]
+
+
+@contextmanager
+def _old_objects_frozen() -> Iterator[None]:
+    """Keep the garbage collector off the objects that existed before the run, and collect less often.
+
+    A full collection scans every object of the process (modules, schemas: tens of milliseconds) and
+    would land in the middle of the run; ``gc.freeze`` sets the old objects aside until the run ends. The
+    first generation is collected every 5000 instead of 700 allocations. Both are restored afterwards; a
+    process that froze objects itself is left alone.
+    """
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], 5000), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
