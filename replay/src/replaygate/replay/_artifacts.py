@@ -22,12 +22,14 @@ import os
 import queue
 import threading
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from replaygate.instrumentation._records import SpanRecord
+from replaygate.replay._batch_queue import STOP, next_batch
 
-__all__ = ["ARTIFACTS_FILE", "ArtifactWriter", "artifact_line", "artifacts_path", "read_artifacts"]
+__all__ = ["ARTIFACTS_FILE", "Artifact", "ArtifactWriter", "artifacts_path", "read_artifacts"]
 
 log = logging.getLogger("replaygate.replay")
 
@@ -41,29 +43,25 @@ def artifacts_path(out_dir: Path, run_id: str) -> Path:
     return out_dir / run_id / ARTIFACTS_FILE
 
 
-def artifact_line(
-    scenario_id: str,
-    index: int,
-    *,
-    answer: str | None,
-    label: str | None,
-    messages: Sequence[Any],
-    spans: Sequence[SpanRecord],
-    error: str | None,
-    trace_id: str | None,
-) -> bytes:
-    """Return one attempt's artifact as a JSON line (UTF-8, ending with a newline)."""
-    doc = {
-        "scenario_id": scenario_id,
-        "index": index,
-        "trace_id": trace_id,
-        "answer": answer,
-        "label": label,
-        "error": error,
-        "messages": list(messages),
-        "spans": [dict(vars(s)) for s in spans],  # shallow: json encodes nested values
-    }
-    return json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+@dataclass(frozen=True)
+class Artifact:
+    """One attempt's artifact: what the target returned and the attempt's spans."""
+
+    scenario_id: str
+    index: int
+    trace_id: str | None
+    answer: str | None
+    label: str | None
+    error: str | None
+    messages: Sequence[Any] = ()
+    spans: Sequence[SpanRecord] = ()
+
+    def line(self) -> bytes:
+        """Return the artifact as a JSON line (UTF-8, ending with a newline)."""
+        doc = dict(vars(self))
+        doc["messages"] = list(self.messages)
+        doc["spans"] = [dict(vars(s)) for s in self.spans]  # shallow: json encodes nested values
+        return json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
 
 
 def _key_of(raw: bytes) -> tuple[_Key, dict[str, Any]] | None:
@@ -129,9 +127,6 @@ def _keep_lines(path: Path, keep: Collection[_Key]) -> set[_Key]:
     return set(kept)
 
 
-_STOP = object()
-
-
 class ArtifactWriter:
     """Append artifacts to one file from a background thread; ``submit`` returns at once.
 
@@ -156,7 +151,7 @@ class ArtifactWriter:
             self._good = os.fstat(self._fd).st_size
         except Exception as exc:  # best-effort: the run goes on without artifacts
             log.warning("could not open the artifacts file %s: %s; attempts will have no artifact", path, exc)
-        self._pending: list[tuple[str, int, dict[str, Any]]] = []
+        self._pending: list[Artifact] = []
         self._stopping = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="replaygate-artifacts", daemon=True)
@@ -167,18 +162,7 @@ class ArtifactWriter:
         """Whether the file could be opened (when not, every attempt's ``artifact_path`` is None)."""
         return self._fd is not None
 
-    def submit(
-        self,
-        scenario_id: str,
-        index: int,
-        *,
-        answer: str | None,
-        label: str | None,
-        messages: Sequence[Any],
-        spans: Sequence[SpanRecord],
-        error: str | None,
-        trace_id: str | None,
-    ) -> str | None:
+    def submit(self, artifact: Artifact) -> str | None:
         """Hold one attempt's artifact for the next :meth:`flush`; return the artifacts file's path.
 
         Returns None when the file is not usable. Call ``submit`` and ``flush`` from one thread (the
@@ -186,15 +170,7 @@ class ArtifactWriter:
         """
         if self._fd is None:
             return None
-        fields = {
-            "answer": answer,
-            "label": label,
-            "messages": messages,
-            "spans": spans,
-            "error": error,
-            "trace_id": trace_id,
-        }
-        self._pending.append((scenario_id, index, fields))
+        self._pending.append(artifact)
         return str(self.path)
 
     def flush(self) -> None:
@@ -203,17 +179,18 @@ class ArtifactWriter:
             self._queue.put(self._pending)
             self._pending = []
 
-    def _write(self, items: list[tuple[str, int, dict[str, Any]]]) -> None:
+    def _write(self, items: list[Artifact]) -> None:
         assert self._fd is not None
         lines: list[bytes] = []
         keys: list[_Key] = []
-        for scenario_id, index, fields in items:
+        for artifact in items:
+            key = (artifact.scenario_id, artifact.index)
             try:
-                lines.append(artifact_line(scenario_id, index, **fields))
-                keys.append((scenario_id, index))
+                lines.append(artifact.line())
+                keys.append(key)
             except Exception as exc:  # an unserializable value costs this artifact only
-                log.warning("could not write the artifact of %s#%d: %s", scenario_id, index, exc)
-                self.failed.add((scenario_id, index))
+                log.warning("could not write the artifact of %s#%d: %s", *key, exc)
+                self.failed.add(key)
         data = b"".join(lines)
         try:
             _append(self._fd, data)
@@ -229,27 +206,21 @@ class ArtifactWriter:
     def _run(self) -> None:
         stop = False
         while not stop:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = any(item is _STOP for item in batch)
-            items = [item for held in batch if held is not _STOP for item in held]
+            items: list[Artifact]
+            items, stop = next_batch(self._queue)
             if items:
                 try:
                     self._write(items)
                 except Exception as exc:  # a bug guard: never lose the thread silently
                     log.warning("could not write artifacts to %s: %s", self.path, exc)
-                    self.failed.update((sid, i) for sid, i, _ in items)
+                    self.failed.update((a.scenario_id, a.index) for a in items)
 
     def stop(self) -> None:
         """Hand over what is held and tell the thread to finish (without waiting: :meth:`close` waits)."""
         if not self._stopping:
             self._stopping = True
             self.flush()
-            self._queue.put(_STOP)
+            self._queue.put(STOP)
 
     def close(self) -> set[_Key]:
         """Write everything held or queued, close the file; return the (scenario id, index) that failed."""

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from opentelemetry.trace import StatusCode
 from replaygate.instrumentation._records import TraceSummary
 from replaygate.instrumentation._summary import summarize_spans
-from replaygate.replay._artifacts import ArtifactWriter
+from replaygate.replay._artifacts import Artifact, ArtifactWriter
 from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
@@ -113,14 +113,16 @@ class AttemptRunner:
         )
         if writer is not None:
             writer.submit(
-                scenario.id,
-                index,
-                answer=output.answer if output else None,
-                label=output.label if output else None,
-                messages=output.messages if output else [],
-                spans=spans,
-                error=attempt.error,
-                trace_id=trace_id,
+                Artifact(
+                    scenario_id=scenario.id,
+                    index=index,
+                    trace_id=trace_id,
+                    answer=output.answer if output else None,
+                    label=output.label if output else None,
+                    error=attempt.error,
+                    messages=output.messages if output else (),
+                    spans=spans,
+                )
             )
         return attempt
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import ValidationError
+from replaygate.replay._batch_queue import STOP, next_batch
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._runfile import Attempt
 
@@ -91,9 +92,6 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     return JournalState(header=header, attempts=attempts, valid_bytes=valid, torn_tail=torn)
 
 
-_STOP = object()
-
-
 class JournalWriter:
     """Append attempt lines from any task or thread; one thread writes and fsyncs them in groups."""
 
@@ -140,7 +138,7 @@ class JournalWriter:
 
     def close(self) -> None:
         """Write and fsync what is queued, then stop the writer thread and close the file."""
-        self._queue.put(_STOP)
+        self._queue.put(STOP)
         self._thread.join()
         self._fh.close()
         self._raise_if_failed()
@@ -157,14 +155,8 @@ class JournalWriter:
             self._error = exc
         stop = False
         while not stop:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            items: list[Attempt] = [a for b in batch if b is not _STOP for a in b]
-            stop = any(b is _STOP for b in batch)
+            items: list[Attempt]
+            items, stop = next_batch(self._queue)
             if items and self._error is None:
                 try:
                     data = "".join(f'{{"kind":"attempt","attempt":{a.model_dump_json()}}}\n' for a in items)
