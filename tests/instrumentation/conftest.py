@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 import replaygate.instrumentation as ri
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from replaygate.instrumentation._state import STATE
@@ -33,3 +34,14 @@ def memory() -> Iterator[InMemorySpanExporter]:
     yield exporter
     ri.shutdown(timeout=2)
     provider.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_context() -> Iterator[None]:
+    """Fail the test that leaves an OpenTelemetry context attached (it would leak into the next tests)."""
+    before = otel_context.get_current()
+    yield
+    leaked = otel_context.get_current()
+    if leaked is not before:
+        otel_context.attach(before)  # restore, so that only the leaking test fails
+        pytest.fail(f"the test left an OpenTelemetry context attached: {dict(leaked)!r}")
