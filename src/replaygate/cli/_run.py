@@ -205,7 +205,11 @@ def _default_out() -> Path:
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--quiet", is_flag=True, help="No progress bar; print only the summary line.")
 @click.option("--shard", default=None, help="i/n: run only shard i of n (merge the shards with `merge`).")
-@click.option("--no-artifacts", is_flag=True, help="Do not write per-attempt artifact files.")
+@click.option(
+    "--no-artifacts",
+    is_flag=True,
+    help="Do not write the run's artifacts file (<out dir>/<run id>/artifacts.jsonl).",
+)
 def run_cmd(
     target: str,
     config_path: str,

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from replaygate.replay._retrieval_metrics import retrieval_summary
 from replaygate.replay._runfile import Attempt, ScenarioEntry
 
 __all__ = ["summarize_attempts", "summary_headline", "summary_lines"]
@@ -93,6 +94,8 @@ def summarize_attempts(
         "scenarios": per,
         "attribution": attribution,
         "guardrails": guardrails,
+        # retrieval metrics per scenario and overall, and whether the similarity threshold was a no-op
+        "retrieval": retrieval_summary(ordered),
     }
 
 

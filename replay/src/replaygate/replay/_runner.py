@@ -42,7 +42,17 @@ __all__ = ["RESUME_FIELDS", "Scorer", "run_suite", "run_suite_async"]
 log = logging.getLogger("replaygate.replay")
 
 #: Fingerprint fields that must match for ``--resume`` to continue a journal.
-RESUME_FIELDS = ("suite_hash", "agent_config_hash", "k", "seed", "target", "tier", "policy_hash")
+RESUME_FIELDS = (
+    "suite_hash",
+    "agent_config_hash",
+    "k",
+    "seed",
+    "target",
+    "tier",
+    "policy_hash",
+    "judge_model",
+    "judge_prompt_version",
+)
 
 
 def _default_scorer() -> Scorer:
