@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from opentelemetry.trace import StatusCode
@@ -24,7 +25,7 @@ from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import Target, TargetOutput
 
-__all__ = ["AttemptRunner", "Scorer"]
+__all__ = ["AttemptRunner", "Called", "Scorer"]
 
 
 class Scorer(Protocol):
@@ -48,6 +49,20 @@ def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
     except Exception:  # measuring must not hide the error being reported
         return Measures(latency_s=latency_s)
     return measures.model_copy(update={"empty": False})
+
+
+@dataclass
+class Called:
+    """What one target call left behind, before scoring: the output or error, the spans, the latency."""
+
+    scenario: Scenario
+    index: int
+    output: TargetOutput | None
+    error: str | None
+    spans: list[Any]
+    latency_s: float
+    trace_id: str
+    started: str
 
 
 class AttemptRunner:
@@ -75,6 +90,15 @@ class AttemptRunner:
         self.artifacts = artifacts
 
     async def run(self, scenario: Scenario, index: int) -> Attempt:
+        """Call the target, then score the attempt."""
+        return await self.finish(await self.call(scenario, index))
+
+    async def call(self, scenario: Scenario, index: int) -> Called:
+        """Call the target once inside the attempt's root span; scoring is :meth:`finish`.
+
+        The runner starts the next call before scoring this one, so a slot of concurrency is never held
+        while the event loop scores.
+        """
         started = utc_now()
         output: TargetOutput | None = None
         error: str | None = None
@@ -101,6 +125,12 @@ class AttemptRunner:
             if error is not None:
                 root.set_status(StatusCode.ERROR, error)
         spans = [root.to_record(), *self.capture.collector.pop(trace_id)]
+        return Called(scenario, index, output, error, spans, latency_s, trace_id, started)
+
+    async def finish(self, called: Called) -> Attempt:
+        """Summarize the call's spans, score it, and hand its artifact to the writer."""
+        scenario, index, output, error = called.scenario, called.index, called.output, called.error
+        spans, latency_s, trace_id, started = called.spans, called.latency_s, called.trace_id, called.started
         try:
             summary = summarize_spans(spans)
         except Exception as exc:  # spans that cannot be read make an error, never a silent pass

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
-from replaygate.replay._attempt import AttemptRunner, Scorer
+from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
@@ -275,23 +275,32 @@ async def run_suite_async(
         except RunFileError as exc:  # raised by the workers: a run that cannot journal stops
             journal_failed.append(exc)
 
-    async def worker() -> None:
+    scoring = asyncio.Semaphore(concurrency)  # LLM judges are I/O too: bound them like target calls
+
+    async def finish(called: Called) -> None:
+        async with scoring:
+            attempt = await attempts.finish(called)
+        if not finished_now:
+            loop.call_soon(hand_over)
+        finished_now.append(attempt)
+        results.append(attempt)
+        report(attempt)
+
+    async def worker(group: asyncio.TaskGroup) -> None:
+        # A worker holds one slot of target concurrency: it starts its next call before the last one is
+        # scored, so the event loop scores while targets wait instead of between their calls.
         while todo:
             if journal_failed:
                 raise journal_failed[0]
             scenario, index = todo.popleft()
-            attempt = await attempts.run(scenario, index)
-            if not finished_now:
-                loop.call_soon(hand_over)
-            finished_now.append(attempt)
-            results.append(attempt)
-            report(attempt)
+            called = await attempts.call(scenario, index)
+            group.create_task(finish(called))
 
     failed_artifacts: set[tuple[str, int]] = set()
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(min(concurrency, len(todo))):
-                group.create_task(worker())
+                group.create_task(worker(group))
     except BaseExceptionGroup as failed:  # a worker failed (journal unwritable, or a bug): say what
         raise failed.exceptions[0] from None
     finally:
