@@ -13,8 +13,9 @@ policy does not cover (negative-feedback rate, sampled groundedness) use :data:`
   measures are looked at on every check, and a live canary is checked again and again), with at least
   ``min_breach_count`` requests in both arms. A rollback is cheap and a missed breach is not, so the
   test is against "no difference" (a 10-point rise in escalations rolls back after ~150 candidate
-  requests), not against the tolerance; the correction is what keeps rare-event rates (1 empty answer
-  in 100) from rolling back an equal candidate on a small arm.
+  requests), not against the tolerance; the correction, and waiting until the candidate arm would hold
+  ``min_expected_events`` events of a rate at the pooled rate, keep rare-event rates (1 error in 100)
+  from rolling back an equal candidate on a small arm.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from replaygate.canary._measures import LiveMeasures
+from replaygate.canary._measures import LiveMeasures, MeasureDiff
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -115,6 +116,7 @@ class EvidenceSettings:
 
     min_count: int = 50
     min_breach_count: int = 50
+    min_expected_events: float = 5.0
     rollback_alpha: float = 0.01
     widen_confidence: float = 0.8
 
@@ -149,6 +151,19 @@ def _fmt(name: str, value: float) -> str:
     return f"{value:+.4g}"
 
 
+def _enough_events(d: MeasureDiff, nb: int, nc: int, minimum: float) -> bool:
+    """A rate can breach only once the candidate arm would hold ``minimum`` events at the pooled rate.
+
+    A handful of rare events (errors, empty answers) in a small arm is how a canary of an equal candidate
+    gets rolled back by chance; waiting for a few expected events costs a real breach of a common rate
+    (escalations) almost nothing.
+    """
+    if not d.name.endswith("_rate") or d.baseline is None or d.candidate is None:
+        return True
+    pooled = (d.baseline * nb + d.candidate * nc) / max(1, nb + nc)
+    return pooled * nc >= minimum
+
+
 def evaluate_evidence(
     measures: LiveMeasures, tolerances: Mapping[str, Limit], settings: EvidenceSettings = EvidenceSettings()
 ) -> Evidence:
@@ -178,7 +193,12 @@ def evaluate_evidence(
         if worsening > allowed + 1e-12:
             text = f"{d.label} is worse by {_fmt(d.name, worsening)} (tolerance {limit.describe()})"
             missing.append(text)
-            if enough_for_breach and d.p_value is not None and d.p_value < breach_alpha:
+            if (
+                enough_for_breach
+                and d.p_value is not None
+                and d.p_value < breach_alpha
+                and _enough_events(d, nb, nc, settings.min_expected_events)
+            ):
                 breaches.append(f"{text}, p = {d.p_value:.2g} < {breach_alpha:.2g}")
         elif d.worst_case is not None and d.worst_case > allowed + 1e-12:
             missing.append(
