@@ -260,7 +260,10 @@ def canary(demo: Demo) -> None:
             *common,
             echo=batch == 1,
         )
-        if _share(demo) > start_share:
+        state = _state(demo)
+        if state.status != "canary":
+            raise StageError(f"the canary of an equal candidate ended as {state.status}: {state.reason}")
+        if state.share > start_share:
             break
     else:
         raise StageError("the canary never widened on twelve batches of equal traffic")
