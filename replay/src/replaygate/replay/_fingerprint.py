@@ -21,24 +21,36 @@ def utc_now() -> str:
 
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     """Return ``git rev-parse HEAD`` (with ``-dirty`` when tracked files changed), or None outside git."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+    try:  # both commands at once: a run starts a few milliseconds sooner
+        head = subprocess.Popen(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
-        if head.returncode != 0:
-            return None
-        commit = head.stdout.strip()
-        status = subprocess.run(
+        status = subprocess.Popen(
             ["git", "status", "--porcelain", "--untracked-files=no"],
             cwd=cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             text=True,
-            timeout=10,
-            check=False,
         )
+        try:
+            head_out, _ = head.communicate(timeout=10)
+            status_out, _ = status.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            status.kill()
+            head.communicate()
+            status.communicate()
+            return None
     except (OSError, subprocess.SubprocessError):
         return None
-    if status.returncode == 0 and status.stdout.strip():
+    if head.returncode != 0:
+        return None
+    commit = head_out.strip()
+    if status.returncode == 0 and status_out.strip():
         commit += "-dirty"
     return commit or None
 

@@ -31,7 +31,8 @@ from replaygate.replay._judges import create_judges
 from replaygate.replay._progress import ProgressCallback, make_progress
 from replaygate.replay._run_summary import summarize_attempts
 from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, save_run
-from replaygate.replay._scenario import Scenario, scenario_content_hash, suite_hash
+from replaygate.replay._scenario import Scenario, scenario_content_hash
+from replaygate.replay._scenario_io import suite_hash_of
 from replaygate.replay._scoring import score_attempt
 from replaygate.replay._selection import counts_in_gate
 from replaygate.replay._shard import format_shard, in_shard, parse_shard
@@ -64,7 +65,7 @@ def _default_judges() -> dict[str, Any]:
     return dict(create_judges(kind="offline"))
 
 
-def _entry(s: Scenario, repeats: int) -> ScenarioEntry:
+def _entry(s: Scenario, repeats: int, chash: str) -> ScenarioEntry:
     return ScenarioEntry(
         id=s.id,
         title=s.title,
@@ -74,7 +75,7 @@ def _entry(s: Scenario, repeats: int) -> ScenarioEntry:
         status=s.status.state,
         counts=counts_in_gate(s),
         tags={str(k): str(v) for k, v in s.tags.items()},
-        content_hash=scenario_content_hash(s),
+        content_hash=chash,
     )
 
 
@@ -181,12 +182,13 @@ async def run_suite_async(
 
     k = repeats if repeats is not None else max((s.repeats for s in scenarios), default=0)
     commit = git_commit() if code_commit is True else (code_commit or None)
+    hashes = {s.id: scenario_content_hash(s) for s in scenarios}  # once: suite hash and entries
     fingerprint = build_fingerprint(
         config=cfg,
         versions=declared_versions(cfg),
         target=the_target.spec,
         judges=judge_map,
-        suite_hash=suite_hash(scenarios),
+        suite_hash=suite_hash_of((s.id, s.status.state, hashes[s.id]) for s in scenarios),
         policy=policy,
         tier=tier,
         k=k,
@@ -197,7 +199,7 @@ async def run_suite_async(
         (s for s in scenarios if shard_spec is None or in_shard(s.id, *shard_spec)), key=lambda s: s.id
     )
     per_k = {s.id: repeats if repeats is not None else s.repeats for s in selected}
-    entries = [_entry(s, per_k[s.id]) for s in selected]
+    entries = [_entry(s, per_k[s.id], hashes[s.id]) for s in selected]
     shard_text = format_shard(*shard_spec) if shard_spec else None
 
     done: list[Attempt] = []

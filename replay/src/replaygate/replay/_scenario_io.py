@@ -25,6 +25,7 @@ __all__ = [
     "scenario_content_hash",
     "scenario_files",
     "suite_hash",
+    "suite_hash_of",
     "write_atomic",
 ]
 
@@ -341,5 +342,9 @@ def scenario_content_hash(scenario: Scenario) -> str:
 
 def suite_hash(scenarios: Iterable[Scenario]) -> str:
     """Hash of a suite: each scenario's id, status and content hash, in id order."""
-    entries = sorted((s.id, s.status.state, scenario_content_hash(s)) for s in scenarios)
-    return content_hash([list(e) for e in entries])
+    return suite_hash_of((s.id, s.status.state, scenario_content_hash(s)) for s in scenarios)
+
+
+def suite_hash_of(entries: Iterable[tuple[str, str, str]]) -> str:
+    """:func:`suite_hash` from ``(id, status, content hash)`` triples already computed."""
+    return content_hash([list(e) for e in sorted(entries)])
