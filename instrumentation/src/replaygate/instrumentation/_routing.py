@@ -44,8 +44,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
+
+from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_path
 
 __all__ = [
     "BUCKETS",
@@ -64,7 +65,6 @@ _log = logging.getLogger("replaygate.routing")
 #: Number of hash buckets; the candidate serves buckets below ``share × BUCKETS``.
 BUCKETS = 10_000
 DEFAULT_REFRESH_S = 5.0
-DEFAULT_STORE = ".replaygate/replaygate.db"
 _SERVING_STATUSES = ("canary", "promoted")
 
 VariantName = Literal["baseline", "candidate"]
@@ -146,13 +146,6 @@ def variant_for(state: RoutingState, key: str) -> Variant:
 
 def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
-
-
-def _store_path(source: str) -> Path:
-    for prefix in ("sqlite:///", "sqlite://"):
-        if source.startswith(prefix):
-            return Path(source[len(prefix) :])
-    return Path(source)
 
 
 class RoutingClient:
@@ -246,7 +239,7 @@ class RoutingClient:
         return state
 
     def _read_store(self) -> RoutingState:
-        path = _store_path(self.source)
+        path = resolve_store_path(self.source)
         if not path.is_file():
             raise FileNotFoundError(f"no replaygate store at {path}")
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=self.timeout_s)

@@ -14,10 +14,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from replaygate.instrumentation._errors import InstrumentationError
+from replaygate.instrumentation._store_db import DEFAULT_STORE
 
 __all__ = ["DEFAULT_STORE", "LANGFUSE_OTEL_PATH", "Settings", "UNSET", "parse_headers", "resolve_settings"]
 
-DEFAULT_STORE = ".replaygate/replaygate.db"
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"
 LANGFUSE_OTEL_PATH = "/api/public/otel/v1/traces"
 _OFF = {"", "0", "false", "no", "off", "none", "disabled"}
