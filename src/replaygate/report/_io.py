@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
+from replaygate.replay._scenario_io import write_atomic
 
 from replaygate.gate import REPORT_FORMAT_VERSION, GateError, GateReport
 from replaygate.report._html import render_html
@@ -32,16 +32,11 @@ FILE_NAMES = {"json": "report.json", "md": "report.md", "html": "report.html", "
 def atomic_write(path: str | os.PathLike[str], text: str) -> Path:
     """Write text to a temporary file beside ``path``, fsync, then rename over it."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    tmp = write_atomic(p, text)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, p)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return p
 
