@@ -18,6 +18,7 @@ import click
 from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario
 from replaygate.replay._selection import HOLDOUT_TIERS
 
+from replaygate.cli._run import _parse_tags
 from replaygate.golden import (
     GoldenSet,
     accept_changes,
@@ -43,16 +44,6 @@ _golden_option = click.option(
 _author_option = click.option(
     "--author", default=None, help="Changelog author [env REPLAYGATE_AUTHOR; default the login name]."
 )
-
-
-def _tags(values: tuple[str, ...]) -> dict[str, str]:
-    tags: dict[str, str] = {}
-    for v in values:
-        key, sep, value = v.partition("=")
-        if not sep or not key.strip():
-            raise click.UsageError(f"--tag {v!r}: expected key=value, e.g. --tag risk=high")
-        tags[key.strip()] = value.strip()
-    return tags
 
 
 def _date(value: str, option: str) -> dt.date:
@@ -136,7 +127,7 @@ def list_cmd(
     """List scenarios; for a tuning tier (smoke, or no tier) holdout scenarios are only counted."""
     gs = GoldenSet(golden)
     listing = list_scenarios(
-        gs.load(), tier=tier, tags=_tags(tags), statuses=statuses or None, origins=origins or None
+        gs.load(), tier=tier, tags=_parse_tags(tags), statuses=statuses or None, origins=origins or None
     )
     rows = listing_rows(listing)
     if as_json:
@@ -277,7 +268,7 @@ def promote_cmd(
             owner=owner,
             origin=origin,
             must_pass=must_pass,
-            tags=_tags(tags),
+            tags=_parse_tags(tags),
             expected_behavior=expected_behavior,
             forbid_answer=forbid_answer,
             tiers=tiers or None,
