@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,16 +37,18 @@ import yaml
 from replaygate.replay._candidate import load_config
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._fingerprint import judge_identity
-from replaygate.replay._journal import journal_path
+from replaygate.replay._journal import journal_path, read_journal_fingerprint
 from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._retrieval_metrics import retrieval_summary
 from replaygate.replay._run_summary import summary_headline, summary_lines
-from replaygate.replay._runfile import Fingerprint, RunFile, load_run, save_run
+from replaygate.replay._runfile import RunFile, load_run, save_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import load_scenarios
 from replaygate.replay._selection import HOLDOUT_TIERS, select_scenarios
 from replaygate.replay._shard import parse_shard
+
+from replaygate.golden import resolve_golden_dir
 
 __all__ = ["register"]
 
@@ -83,18 +84,6 @@ def _load_policy(path: str | None) -> dict[str, Any] | None:
     return data
 
 
-def _journal_fingerprint(jpath: Path) -> Fingerprint:
-    """The fingerprint in a journal's header (its first line)."""
-    try:
-        with jpath.open("rb") as fh:
-            header = json.loads(fh.readline())
-        return Fingerprint.model_validate(header["fingerprint"])
-    except FileNotFoundError:
-        raise RunFileError(f"{jpath}: no journal to resume from (run without --resume to start)") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RunFileError(f"{jpath}: the journal header has no readable fingerprint ({exc})") from None
-
-
 def _judges(
     kind: str | None,
     model: str | None,
@@ -109,7 +98,7 @@ def _judges(
         kind = "llm"
     if resume_from is None:
         return create_judges("llm" if kind == "llm" else "offline", model, base_url, timeout_s=timeout_s)
-    old = _journal_fingerprint(resume_from)
+    old = read_journal_fingerprint(resume_from)
     if kind is None:
         return judges_from_fingerprint(old, base_url=base_url, timeout_s=timeout_s)
     judges = create_judges("llm" if kind == "llm" else "offline", model, base_url, timeout_s=timeout_s)
@@ -240,7 +229,7 @@ def run_cmd(
     if resume and out is None:
         raise click.UsageError("--resume needs --out (the run file whose journal to continue)")
     tag_map = _parse_tags(tags)
-    golden_dir = Path(golden or os.environ.get("REPLAYGATE_GOLDEN") or "golden")
+    golden_dir = resolve_golden_dir(golden)
     if not golden_dir.is_dir():
         raise click.UsageError(
             f"--golden {golden_dir}: no such directory (set --golden or REPLAYGATE_GOLDEN)"

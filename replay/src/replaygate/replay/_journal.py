@@ -21,9 +21,17 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 from replaygate.replay._batch_queue import STOP, next_batch
 from replaygate.replay._errors import RunFileError
-from replaygate.replay._runfile import Attempt
+from replaygate.replay._runfile import Attempt, Fingerprint
 
-__all__ = ["JOURNAL_SUFFIX", "JournalState", "JournalWriter", "journal_path", "read_journal"]
+__all__ = [
+    "JOURNAL_SUFFIX",
+    "JournalState",
+    "JournalWriter",
+    "header_fingerprint",
+    "journal_path",
+    "read_journal",
+    "read_journal_fingerprint",
+]
 
 JOURNAL_SUFFIX = ".journal"
 
@@ -90,6 +98,35 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     if header is None:
         raise RunFileError(f"{p}: the journal has no header line; start the run again without --resume")
     return JournalState(header=header, attempts=attempts, valid_bytes=valid, torn_tail=torn)
+
+
+def header_fingerprint(header: dict[str, Any], path: str | os.PathLike[str]) -> Fingerprint:
+    """The fingerprint recorded in a journal header (``path`` names the journal in the error).
+
+    Raises:
+        RunFileError: the header has no readable fingerprint.
+    """
+    try:
+        return Fingerprint.model_validate(header["fingerprint"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RunFileError(f"{path}: the journal header has no readable fingerprint ({exc})") from None
+
+
+def read_journal_fingerprint(path: str | os.PathLike[str]) -> Fingerprint:
+    """The fingerprint in a journal's header, reading only its first line.
+
+    Raises:
+        RunFileError: the journal is missing or its header has no readable fingerprint.
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            header = json.loads(fh.readline())
+    except FileNotFoundError:
+        raise RunFileError(f"{p}: no journal to resume from (run without --resume to start)") from None
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"{p}: the journal header has no readable fingerprint ({exc})") from None
+    return header_fingerprint(header, p)
 
 
 class JournalWriter:

@@ -26,7 +26,7 @@ from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
-from replaygate.replay._journal import JournalWriter, journal_path, read_journal
+from replaygate.replay._journal import JournalWriter, header_fingerprint, journal_path, read_journal
 from replaygate.replay._judges import create_judges
 from replaygate.replay._progress import ProgressCallback, make_progress
 from replaygate.replay._run_summary import summarize_attempts
@@ -205,10 +205,7 @@ async def run_suite_async(
     done: list[Attempt] = []
     if resume:
         state = read_journal(jpath)
-        try:
-            old = Fingerprint.model_validate(state.header["fingerprint"])
-        except Exception as exc:
-            raise RunFileError(f"{jpath}: the journal header has no readable fingerprint ({exc})") from None
+        old = header_fingerprint(state.header, jpath)
         _check_resume(old, fingerprint, jpath)
         if state.header.get("shard") != shard_text:
             raise RunFileError(
