@@ -27,7 +27,8 @@ import json
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -150,9 +151,12 @@ def _console() -> Console:
     return Console(file=sys.stdout, highlight=False, emoji=False, soft_wrap=False)
 
 
-def _open(store: str | None) -> TraceStore:
+@contextmanager
+def _open(store: str | None) -> Iterator[TraceStore]:
+    """The store, opened read-only; a store or trace error inside the block exits with code 3."""
     try:
-        return TraceStore(store, create=False)
+        with TraceStore(store, create=False) as trace_store:
+            yield trace_store
     except ReplaygateError as exc:
         raise StoreDataError(str(exc)) from exc
 
@@ -368,12 +372,9 @@ def register(group: click.Group) -> None:
         """List captured traces, newest first."""
         since_ns = parse_since(since) if since else None
         with _open(store) as trace_store:
-            try:
-                records = trace_store.list_traces(
-                    limit=limit, since_ns=since_ns, session_id=session, variant=variant
-                )
-            except ReplaygateError as exc:
-                raise StoreDataError(str(exc)) from exc
+            records = trace_store.list_traces(
+                limit=limit, since_ns=since_ns, session_id=session, variant=variant
+            )
             _list(records, trace_store, as_json, "traces")
 
     @group.command("trace")
@@ -383,10 +384,7 @@ def register(group: click.Group) -> None:
     def trace(trace_id: str, store: str | None, as_json: bool) -> None:
         """Show one trace (full id or a unique prefix): turns, answers, span tree, chunks, calls, feedback."""
         with _open(store) as trace_store:
-            try:
-                record = trace_store.get_trace(trace_store.resolve_trace_id(trace_id))
-            except ReplaygateError as exc:
-                raise StoreDataError(str(exc)) from exc
+            record = trace_store.get_trace(trace_store.resolve_trace_id(trace_id))
             if as_json:
                 _emit_json(
                     {
@@ -418,8 +416,5 @@ def register(group: click.Group) -> None:
         """The failure inbox: failure candidates with their reasons, newest first."""
         since_ns = parse_since(since) if since else None
         with _open(store) as trace_store:
-            try:
-                records = trace_store.failures(reasons=reasons or None, since_ns=since_ns, limit=limit)
-            except ReplaygateError as exc:
-                raise StoreDataError(str(exc)) from exc
+            records = trace_store.failures(reasons=reasons or None, since_ns=since_ns, limit=limit)
             _list(records, trace_store, as_json, "failure candidates")
