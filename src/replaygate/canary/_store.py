@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +115,6 @@ class AuditEntry:
     to_state: str
     reason: str
     details: dict[str, Any]
-
-
-def _describe(state: RolloutState) -> str:
-    return state.label()
 
 
 def _row_to_state(row: Any) -> RolloutState:
@@ -237,8 +233,8 @@ class CanaryStore:
                             actor=actor,
                             action=transition.action,
                             outcome=transition.outcome,
-                            from_state=_describe(before),
-                            to_state=_describe(after),
+                            from_state=before.label(),
+                            to_state=after.label(),
                             reason=transition.reason,
                             details=json.dumps(details or {}, sort_keys=True, default=str),
                         )
@@ -253,7 +249,7 @@ class CanaryStore:
                     return Transition(
                         transition.action,
                         before,
-                        _with_version(transition.after, before.version + 1),
+                        replace(transition.after, version=before.version + 1),
                         transition.outcome,
                         transition.reason,
                     )
@@ -290,12 +286,6 @@ class CanaryStore:
 
 class _Retry(Exception):
     pass
-
-
-def _with_version(state: RolloutState, version: int) -> RolloutState:
-    from dataclasses import replace
-
-    return replace(state, version=version)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

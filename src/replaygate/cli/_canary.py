@@ -48,6 +48,18 @@ def _controller(store: str | None, policy: str | None, min_count: int | None = N
     return CanaryController.open(store, policy=policy, settings=settings)
 
 
+def _plan(plan: str | None) -> tuple[float, ...] | None:
+    """The ``--plan`` option's shares (None: the default plan); a malformed plan is a usage error."""
+    if not plan:
+        return None
+    from replaygate.canary import parse_plan
+
+    try:
+        return parse_plan(plan)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
 def _report(t: Any) -> None:
     if t.outcome == "applied":
         click.echo(f"{t.action}: {t.reason}; now {t.after.label()}")
@@ -153,12 +165,7 @@ def start_cmd(
     policy: str | None,
 ) -> None:  # fmt: skip
     """Start a canary of the candidate of a signed decision (DECISION_ID from `canary decisions`)."""
-    from replaygate.canary import parse_plan
-
-    try:
-        steps = parse_plan(plan) if plan else None
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
+    steps = _plan(plan)
     ctl = _controller(store, policy)
     _report(ctl.start(decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback))
 
@@ -248,15 +255,11 @@ def simulate_cmd(
     policy: str | None,
 ) -> None:  # fmt: skip
     """Simulated live traffic through the canary (a fast synthetic agent writing real spans to the store)."""
-    from replaygate.canary import TrafficProfile, parse_plan, simulate_live_traffic
+    from replaygate.canary import TrafficProfile, simulate_live_traffic
 
     ctl = _controller(store, policy, min_count)
     if decision_id:
-        try:
-            steps = parse_plan(plan) if plan else None
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from exc
-        _report(ctl.start(decision_id, actor=by, reason="simulation", plan=steps))
+        _report(ctl.start(decision_id, actor=by, reason="simulation", plan=_plan(plan)))
     if ctl.state().status != "canary":
         raise click.UsageError(
             "no canary is running: pass --start DECISION_ID (see `replaygate canary decisions`)"
