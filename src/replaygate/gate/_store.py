@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from replaygate.instrumentation._store_db import DEFAULT_STORE, STORE_ENV
 from replaygate.replay._runfile import content_hash
 from sqlalchemy import JSON, DateTime, Engine, String, Text, UniqueConstraint, create_engine, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -23,12 +24,10 @@ from replaygate.gate._signing import DecisionOutcome, check_review, check_signab
 
 __all__ = ["DEFAULT_STORE", "DecisionStore", "Review", "SignedDecision", "resolve_store_url"]
 
-DEFAULT_STORE = ".replaygate/replaygate.db"
-
 
 def resolve_store_url(value: str | os.PathLike[str] | None = None) -> str:
     """Turn ``--store`` / ``REPLAYGATE_STORE`` (a path or a URL) into a sqlalchemy URL."""
-    raw = str(value) if value is not None else os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
+    raw = str(value) if value is not None else os.environ.get(STORE_ENV) or DEFAULT_STORE
     if "://" in raw:
         if raw.startswith("sqlite:///"):
             Path(raw.removeprefix("sqlite:///")).expanduser().resolve().parent.mkdir(
