@@ -43,10 +43,14 @@ class GoldenSet:
 
     def file_for(self, scenario_id: str) -> Path:
         """The file of a scenario: the existing one (``.yaml`` or ``.yml``) or ``<id>.yaml``."""
+        return self._files_by_id().get(scenario_id) or self.path / f"{scenario_id}.yaml"
+
+    def _files_by_id(self) -> dict[str, Path]:
+        """The existing file of each scenario id (the first in sorted order), from one directory scan."""
+        found: dict[str, Path] = {}
         for f in self.files():
-            if f.stem == scenario_id:
-                return f
-        return self.path / f"{scenario_id}.yaml"
+            found.setdefault(f.stem, f)
+        return found
 
     def files(self) -> list[Path]:
         """Every scenario file, sorted."""
@@ -86,7 +90,8 @@ class GoldenSet:
             entries[s.id] = lock_entry(s)
         for scenario_id in remove_from_lock:
             entries.pop(scenario_id, None)
-        targets = [(self.file_for(s.id), dump_scenario(s)) for s in scenarios]
+        found = self._files_by_id()
+        targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
         targets.append((self.lock_path, dump_lock(entries)))
         self.path.mkdir(parents=True, exist_ok=True)
         prepared: list[tuple[Path, Path]] = []
