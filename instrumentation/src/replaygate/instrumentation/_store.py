@@ -199,7 +199,9 @@ class TraceStore:
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def _records(self, what: str, where: str, params: Sequence[Any], order: str, limit: int | None) -> Any:
+    def _records(
+        self, what: str, where: str, params: Sequence[Any], order: str, limit: int | None
+    ) -> list[TraceRecord]:
         sql = f"SELECT {_TRACE_COLUMNS} FROM trace_traces t {where} ORDER BY {order}"
         if limit is not None:
             if limit < 1:
@@ -245,9 +247,7 @@ class TraceStore:
         if variant is not None:
             clauses.append("t.variant = ?")
             params.append(variant)
-        return list(
-            self._records("list traces", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
-        )
+        return self._records("list traces", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
 
     def failures(
         self, reasons: Iterable[str] | None = None, since_ns: int | None = None, limit: int | None = 100
@@ -262,16 +262,12 @@ class TraceStore:
                 f"WHERE r.value IN ({marks(len(wanted))}))"
             )
             params.extend(wanted)
-        return list(
-            self._records("list failures", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
-        )
+        return self._records("list failures", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
 
     def session_traces(self, session_id: str) -> list[TraceRecord]:
         """Every trace of one session (conversation), oldest first."""
-        return list(
-            self._records(
-                "list a session", "WHERE t.session_id = ?", [session_id], "t.start_ns, t.trace_id", None
-            )
+        return self._records(
+            "list a session", "WHERE t.session_id = ?", [session_id], "t.start_ns, t.trace_id", None
         )
 
     def get_trace(self, trace_id: str) -> TraceRecord:
@@ -287,8 +283,7 @@ class TraceStore:
                 f"trace {trace} not found in trace store {self.path}: list stored traces with "
                 "`replaygate traces` (a trace is listed once its agent span has been exported)"
             )
-        record: TraceRecord = found[0]
-        return record
+        return found[0]
 
     def resolve_trace_id(self, prefix: str) -> str:
         """The full id of the one stored trace whose id starts with ``prefix`` (at least 6 hex characters).
