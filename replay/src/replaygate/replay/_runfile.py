@@ -29,7 +29,9 @@ __all__ = [
     "ScenarioEntry",
     "content_hash",
     "load_run",
+    "save_atomic",
     "save_run",
+    "write_atomic",
 ]
 
 RUN_FORMAT_VERSION = 1
@@ -186,16 +188,34 @@ def load_run(path: str | os.PathLike[str]) -> RunFile:
 
 def save_run(run: RunFile, path: str | os.PathLike[str]) -> Path:
     """Write a run file atomically (temporary file, fsync, rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    return save_atomic(Path(path), run.model_dump_json(indent=2))
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, fsync, and return the temporary path.
+
+    The caller renames it into place (``os.replace``) — so several files can be prepared before any is
+    replaced — and removes it on failure.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(run.model_dump_json(indent=2))
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return p
+    return Path(tmp)
+
+
+def save_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (:func:`write_atomic`, then rename); return ``path``."""
+    tmp = write_atomic(path, text)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from replaygate.replay._errors import ScenarioError
-from replaygate.replay._runfile import content_hash
+from replaygate.replay._runfile import content_hash, save_atomic, write_atomic
 from replaygate.replay._scenario_model import Scenario
 
 __all__ = [
@@ -303,35 +302,9 @@ def dump_scenario(scenario: Scenario) -> str:
     return "".join(parts)
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, fsync, and return the temporary path.
-
-    The caller renames it into place (``os.replace``) — so several files can be prepared before any is
-    replaced — and removes it on failure.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
 def save_scenario(scenario: Scenario, directory: str | os.PathLike[str]) -> Path:
     """Write ``<directory>/<id>.yaml`` atomically (temporary file, fsync, rename); return the path."""
-    target = Path(directory) / f"{scenario.id}.yaml"
-    tmp = write_atomic(target, dump_scenario(scenario))
-    try:
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
+    return save_atomic(Path(directory) / f"{scenario.id}.yaml", dump_scenario(scenario))
 
 
 def scenario_content_hash(scenario: Scenario) -> str:
