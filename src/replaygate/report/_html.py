@@ -13,6 +13,10 @@ from replaygate.gate import (
     ScenarioComparison,
     SideStats,
 )
+from replaygate.report._markdown import _num as _f
+from replaygate.report._markdown import _p as _md_p
+from replaygate.report._markdown import _pct
+from replaygate.report._markdown import _peq as _md_peq
 from replaygate.report._svg import category_chart, guardrail_chart, scenario_diff_chart
 from replaygate.stats import wilson_interval
 
@@ -35,14 +39,6 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1%}"
-
-
-def _f(x: float | None, fmt: str = "+.3f") -> str:
-    return "n/a" if x is None else format(x, fmt)
-
-
 def _sig(x: float | None, signed: bool = False) -> str:
     """Four significant digits without an exponent (a cost of 8.6e-05 USD reads as 0.00008647)."""
     if x is None:
@@ -62,11 +58,11 @@ def _noise(gr: GuardrailComparison) -> str:
 
 
 def _peq(x: float | None) -> str:
-    return "=n/a" if x is None else ("&lt;0.001" if x < 0.001 else f"={x:.3g}")
+    return _e(_md_peq(x))
 
 
 def _p(x: float | None) -> str:
-    return "n/a" if x is None else ("&lt;0.001" if x < 0.001 else f"{x:.3g}")
+    return _e(_md_p(x))
 
 
 def _counts(side: SideStats) -> str:
