@@ -30,6 +30,11 @@ def _decisions() -> list[Any]:
         return []
 
 
+def _decision(decision_id: str) -> Any:
+    ctl = controller()
+    return ctl.decisions.get(decision_id) if ctl.decisions is not None else None
+
+
 def _report_file(decision: Any, name: str) -> Path | None:
     raw = getattr(decision, "report_path", None)
     if not raw:
@@ -51,8 +56,7 @@ def reports() -> str:
 @login_required
 def report(decision_id: str) -> str:
     """One decision: outcome, signer, reason, fingerprints and the Markdown report as text."""
-    ctl = controller()
-    decision = ctl.decisions.get(decision_id) if ctl.decisions is not None else None
+    decision = _decision(decision_id)
     if decision is None:
         abort(404)
     md = _report_file(decision, "report.md")
@@ -68,8 +72,7 @@ def report(decision_id: str) -> str:
 @login_required
 def report_html(decision_id: str) -> Response:
     """The self-contained HTML report, sandboxed."""
-    ctl = controller()
-    decision = ctl.decisions.get(decision_id) if ctl.decisions is not None else None
+    decision = _decision(decision_id)
     html = _report_file(decision, "report.html") if decision is not None else None
     if html is None:
         abort(404)
