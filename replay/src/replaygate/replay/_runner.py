@@ -56,11 +56,6 @@ RESUME_FIELDS = (
 )
 
 
-def _default_scorer() -> Scorer:
-    scorer: Scorer = score_attempt
-    return scorer
-
-
 def _default_judges() -> dict[str, Any]:
     return dict(create_judges(kind="offline"))
 
@@ -175,7 +170,7 @@ async def run_suite_async(
         raise ReplayError(str(exc)) from None
     cfg = dict(config or {})
     judge_map = dict(judges) if judges is not None else _default_judges()
-    score = scorer or _default_scorer()
+    score: Scorer = scorer or score_attempt
     the_target = load_target(target, timeout_s=timeout_s)
     out = Path(out_path)
     jpath = journal_path(out)
@@ -193,7 +188,7 @@ async def run_suite_async(
         tier=tier,
         k=k,
         seed=seed,
-        code_commit=commit if isinstance(commit, str) else None,
+        code_commit=commit,
     )
     selected = sorted(
         (s for s in scenarios if shard_spec is None or in_shard(s.id, *shard_spec)), key=lambda s: s.id
