@@ -364,24 +364,13 @@ def compare_runs(
     fisher = {s.id: p for s, p in zip(both, ps, strict=True)}
     scenarios = [s.model_copy(update={"fisher_p": fisher.get(s.id)}) for s in scenarios]
 
-    valid = [s.id for s in scenarios if s.counts and not s.problems]
-    b_counts = {s.id: (s.base.passed, s.base.scored) for s in scenarios if s.id in valid}
-    h_counts = {s.id: (s.head.passed, s.head.scored) for s in scenarios if s.id in valid}
+    counted = [s for s in scenarios if s.counts and not s.problems]
+    valid = [s.id for s in counted]
+    b_counts = {s.id: (s.base.passed, s.base.scored) for s in counted}
+    h_counts = {s.id: (s.head.passed, s.head.scored) for s in counted}
     nc = n_counts if noise is not None else None
-    overall = _rate_group("overall", valid, b_counts, h_counts, nc, policy)
-    cats = _categories(scenarios, valid)
-    categories = _holm_rates([_rate_group(n, ids, b_counts, h_counts, nc, policy) for n, ids in cats.items()])
-
-    nm = n_metrics if noise is not None else None
-    metrics = sorted({m for i in valid for m in b_metrics[i]} & {m for i in valid for m in h_metrics[i]})
-    graded: list[GradedComparison] = []
-    for metric in metrics:
-        top = _graded_group(metric, "overall", valid, b_metrics, h_metrics, nm, policy)
-        if top is not None:
-            graded.append(top)
-        per_cat = [_graded_group(metric, n, ids, b_metrics, h_metrics, nm, policy) for n, ids in cats.items()]
-        graded.extend(_holm_graded([g for g in per_cat if g is not None]))
-
+    # The overall noise floor is measured once: it is both the comparison's noise and the overall magnitude.
+    overall = _rate_group("overall", valid, b_counts, h_counts, None, policy)
     noise_info = None
     if noise is not None:
         nids = [i for i in valid if i in n_counts]
@@ -395,6 +384,20 @@ def compare_runs(
                 p_value=nf.p_value,
                 magnitude=nf.magnitude,
             )
+            overall = overall.model_copy(update={"noise_magnitude": nf.magnitude})
+    cats = _categories(scenarios, valid)
+    categories = _holm_rates([_rate_group(n, ids, b_counts, h_counts, nc, policy) for n, ids in cats.items()])
+
+    nm = n_metrics if noise is not None else None
+    metrics = sorted({m for i in valid for m in b_metrics[i]} & {m for i in valid for m in h_metrics[i]})
+    graded: list[GradedComparison] = []
+    for metric in metrics:
+        top = _graded_group(metric, "overall", valid, b_metrics, h_metrics, nm, policy)
+        if top is not None:
+            graded.append(top)
+        per_cat = [_graded_group(metric, n, ids, b_metrics, h_metrics, nm, policy) for n, ids in cats.items()]
+        graded.extend(_holm_graded([g for g in per_cat if g is not None]))
+
     mdd = (
         minimum_detectable_drop(
             [b_counts[i] for i in valid], alpha=policy.alpha, power=policy.power, seed=policy.seed
