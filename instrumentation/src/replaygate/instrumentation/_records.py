@@ -8,6 +8,7 @@ first, so the trace store, the replay engine and the canary's live measures read
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,12 +21,20 @@ __all__ = [
     "ToolCall",
     "TraceRecord",
     "TraceSummary",
+    "ordered_reasons",
 ]
 
 SpanKind = Literal["agent", "retrieval", "tool", "llm", "other"]
 
 #: The reasons that make a trace a failure candidate.
 FAILURE_REASONS = ("exception", "empty_answer", "escalation", "explicit", "negative_feedback")
+
+
+def ordered_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
+    """Failure reasons without repeats or blanks: known ones in ``FAILURE_REASONS`` order, then the others."""
+    unique = list(dict.fromkeys(r for r in reasons if r))
+    known = [r for r in FAILURE_REASONS if r in unique]
+    return tuple(known + [r for r in unique if r not in FAILURE_REASONS])
 
 
 @dataclass(frozen=True)

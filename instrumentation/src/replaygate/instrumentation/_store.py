@@ -31,7 +31,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
-from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
+from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
 from replaygate.instrumentation._store_db import (
     connect,
     record_to_row,
@@ -187,12 +187,11 @@ class TraceStore:
                     "SELECT failure_reasons FROM trace_traces WHERE trace_id = ?", (trace,)
                 ).fetchone()
                 if row is not None:
-                    reasons = set(json.loads(row[0])) | {"negative_feedback"}
-                    known = [r for r in FAILURE_REASONS if r in reasons]
+                    reasons = ordered_reasons((*json.loads(row[0]), "negative_feedback"))
                     conn.execute(
                         "UPDATE trace_traces SET failure = 1, failure_reasons = ?, updated_ns = ? "
                         "WHERE trace_id = ?",
-                        (json.dumps(known + sorted(reasons - set(known))), time.time_ns(), trace),
+                        (json.dumps(list(reasons)), time.time_ns(), trace),
                     )
 
         self._write("record feedback", work)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceSummary
+from replaygate.instrumentation._records import SpanRecord, TraceSummary, ordered_reasons
 from replaygate.instrumentation._store_db import record_from_row
 from replaygate.instrumentation._summary import summarize_spans
 
@@ -41,10 +41,8 @@ def _preview(text: str | None) -> str | None:
 
 def with_feedback(summary: TraceSummary, scores: Iterable[float]) -> TraceSummary:
     if any(score < 0 for score in scores) and "negative_feedback" not in summary.failure_reasons:
-        reasons = set(summary.failure_reasons) | {"negative_feedback"}
-        ordered = tuple(r for r in FAILURE_REASONS if r in reasons)
-        extra = tuple(r for r in summary.failure_reasons if r not in FAILURE_REASONS)
-        return dataclasses.replace(summary, failure_reasons=ordered + extra)
+        reasons = ordered_reasons((*summary.failure_reasons, "negative_feedback"))
+        return dataclasses.replace(summary, failure_reasons=reasons)
     return summary
 
 

@@ -16,13 +16,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._records import (
-    FAILURE_REASONS,
     Chunk,
     LlmCall,
     SpanKind,
     SpanRecord,
     ToolCall,
     TraceSummary,
+    ordered_reasons,
 )
 
 __all__ = ["decode_json", "jsonable", "span_kind", "span_to_record", "summarize_spans"]
@@ -280,12 +280,6 @@ def _has_agent_ancestor(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bo
     return False
 
 
-def _ordered_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
-    unique = list(dict.fromkeys(r for r in reasons if r))
-    known = [r for r in FAILURE_REASONS if r in unique]
-    return tuple(known + [r for r in unique if r not in FAILURE_REASONS])
-
-
 def _reason_list(value: Any) -> list[str]:
     value = decode_json(value)
     if isinstance(value, str):
@@ -395,7 +389,7 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
         escalated=escalated,
         escalation_reason=_text(_first(preferred, sc.RG_ESCALATION_REASON)),
         clarification=any(_true(s.attributes.get(sc.RG_CLARIFICATION)) for s in ordered),
-        failure_reasons=_ordered_reasons(reasons),
+        failure_reasons=ordered_reasons(reasons),
         latency_s=max(0.0, latency_s),
         input_tokens=_token_total(c.input_tokens for c in llm_calls),
         output_tokens=_token_total(c.output_tokens for c in llm_calls),
