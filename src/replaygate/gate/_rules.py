@@ -76,7 +76,8 @@ def check_policy_against_runs(policy: Policy, runs: Sequence[tuple[str, RunFile]
                     f"hashes to {digest}: cannot check it is not wider; gate with the policy the run used"
                 )
             continue
-        if fp_hash is not None and content_hash(recorded) != fp_hash:
+        recorded_hash = content_hash(recorded)
+        if fp_hash is not None and recorded_hash != fp_hash:
             raise PolicyError(
                 f"{where}: the recorded policy does not match the recorded policy hash {fp_hash} "
                 "(was the run file edited?); re-run it"
@@ -88,7 +89,7 @@ def check_policy_against_runs(policy: Policy, runs: Sequence[tuple[str, RunFile]
                 f"tolerance widened after the run: {'; '.join(widened)} (compared with the policy recorded "
                 f"when {where} started); gate with that policy, or re-run with the new one"
             )
-        if content_hash(recorded) != digest:
+        if recorded_hash != digest:
             notes.append(f"the policy differs from the one recorded in {where} but is not wider")
     return list(dict.fromkeys(notes))
 
