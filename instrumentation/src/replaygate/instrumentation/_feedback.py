@@ -28,8 +28,5 @@ def record_feedback(
     """
     from replaygate.instrumentation._store import TraceStore
 
-    trace_store = TraceStore(store)
-    try:
+    with TraceStore(store) as trace_store:
         trace_store.record_feedback(trace_id, score, comment)
-    finally:
-        trace_store.close()
