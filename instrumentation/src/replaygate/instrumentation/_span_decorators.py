@@ -41,8 +41,11 @@ class _Params:
         return bound
 
 
+def _target(func: Callable[..., Any]) -> Callable[..., Any]:
+    return func.__func__ if isinstance(func, staticmethod | classmethod) else func
+
+
 def _wrap(func: F, opener: Opener, on_result: OnResult) -> F:
-    target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
 
     def open_scope(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpanScope[Any] | None:
         try:
@@ -57,7 +60,7 @@ def _wrap(func: F, opener: Opener, on_result: OnResult) -> F:
         except Exception as exc:  # noqa: BLE001
             fault("recording a result", exc)
 
-    if inspect.iscoroutinefunction(target):
+    if inspect.iscoroutinefunction(_target(func)):
 
         async def call(
             wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -89,10 +92,6 @@ def _wrap(func: F, opener: Opener, on_result: OnResult) -> F:
         return result
 
     return cast(F, wrapt.FunctionWrapper(func, wrapper))
-
-
-def _target(func: Callable[..., Any]) -> Callable[..., Any]:
-    return func.__func__ if isinstance(func, staticmethod | classmethod) else func
 
 
 def trace_tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
