@@ -15,12 +15,14 @@ import json
 import random
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from replaygate.replay._errors import TargetError
 from replaygate.replay._target import TargetOutput, parse_target_output
+
+if TYPE_CHECKING:  # httpx is imported on first use: most runs call an in-process target
+    import httpx
 
 __all__ = ["HttpTarget", "retry_after_seconds"]
 
@@ -77,6 +79,8 @@ class HttpTarget:
 
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx
+
             limits = httpx.Limits(
                 max_connections=self._max_connections, max_keepalive_connections=self._max_connections
             )
@@ -103,6 +107,8 @@ class HttpTarget:
         body = json.loads(json.dumps(body, default=str))  # YAML dates and the like travel as strings
         headers = {"content-type": "application/json", **self.headers}
         TraceContextTextMapPropagator().inject(headers)
+        import httpx
+
         client = self._get_client()
         last = ""
         for attempt in range(self.max_retries + 1):

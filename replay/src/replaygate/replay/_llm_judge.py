@@ -23,7 +23,6 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from replaygate.instrumentation._records import Chunk
 from replaygate.replay._errors import JudgeError
@@ -291,6 +290,8 @@ class LlmJudge:
         }
 
     async def _post(self, body: dict[str, Any]) -> str:
+        import httpx  # on first use: importing replaygate.replay does not pay for it
+
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         url = f"{self.base_url}/chat/completions"
         try:
