@@ -25,7 +25,6 @@ def respond(message: str, session_id: str, user_id: str) -> str:
 def test_store_round_trip_and_feedback_from_another_process(tmp_path: pathlib.Path) -> None:
     db = tmp_path / "traces" / "replaygate.db"
     ri.configure(tracer_provider=TracerProvider(), store=str(db), schedule_delay_s=0.05)
-    ids = []
     for message in ("how do refunds work?", "my lawyer will call", "empty please"):
         respond(message, session_id="s-9", user_id="u-1")
     assert ri.shutdown(timeout=10)
