@@ -40,7 +40,6 @@ from replaygate.replay._fingerprint import judge_identity
 from replaygate.replay._journal import journal_path, read_journal_fingerprint
 from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
 from replaygate.replay._merge import merge_runs
-from replaygate.replay._retrieval_metrics import retrieval_summary
 from replaygate.replay._run_summary import summary_headline, summary_lines
 from replaygate.replay._runfile import RunFile, load_run, save_run
 from replaygate.replay._runner import run_suite
@@ -118,7 +117,7 @@ def _num(value: float) -> str:
 
 def _retrieval_lines(run: RunFile) -> list[str]:
     """The retrieval section of the run summary: mean and per-scenario metrics, the threshold's effect."""
-    report = retrieval_summary(run.attempts)
+    report = run.summary.get("retrieval")  # computed by summarize_attempts with the rest of the summary
     if report is None:
         return []
     m = report["mean"]
