@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from replaygate.instrumentation._health import fault
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._spancopy import derived_attributes
+from replaygate.instrumentation._summary import span_to_record
 
 __all__ = ["SpanCollector"]
 
@@ -32,8 +33,6 @@ class SpanCollector(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            from replaygate.instrumentation._summary import span_to_record
-
             record = span_to_record(span)
             derived = derived_attributes(record.attributes)
             if derived:
