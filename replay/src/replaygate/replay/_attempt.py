@@ -89,10 +89,6 @@ class AttemptRunner:
         self.run_id = run_id
         self.artifacts = artifacts
 
-    async def run(self, scenario: Scenario, index: int) -> Attempt:
-        """Call the target, then score the attempt."""
-        return await self.finish(await self.call(scenario, index))
-
     async def call(self, scenario: Scenario, index: int) -> Called:
         """Call the target once inside the attempt's root span; scoring is :meth:`finish`.
 
