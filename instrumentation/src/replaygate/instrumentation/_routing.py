@@ -46,6 +46,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from opentelemetry import trace
+from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation._agent import annotate_agent
 from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_path
 
 __all__ = [
@@ -301,19 +304,12 @@ def routing_client() -> RoutingClient:
 
 
 def _annotate(variant: Variant) -> None:
-    from replaygate.instrumentation import _semconv
-
-    attributes: dict[str, str] = {_semconv.RG_VARIANT: variant.name}
+    attributes: dict[str, str] = {sc.RG_VARIANT: variant.name}
     if variant.config_id is not None:
-        attributes[_semconv.RG_CONFIG_ID] = variant.config_id
+        attributes[sc.RG_CONFIG_ID] = variant.config_id
     try:
-        import replaygate.instrumentation as package
-
-        annotate = getattr(package, "annotate_agent", None)
-        if callable(annotate) and annotate(attributes):
+        if annotate_agent(attributes):
             return  # set on the innermost agent span
-        from opentelemetry import trace
-
         span = trace.get_current_span()
         for name, value in attributes.items():
             span.set_attribute(name, value)
