@@ -21,10 +21,10 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.replay._batch_queue import STOP, next_batch
@@ -83,15 +83,18 @@ def read_artifacts(path: str | os.PathLike[str]) -> dict[_Key, dict[str, Any]]:
     A torn last line (a run killed while writing) and lines that are not artifacts are ignored; when an
     attempt has more than one line, the last one wins.
     """
-    out: dict[_Key, dict[str, Any]] = {}
     with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break  # torn last line
-            found = _key_of(raw)
-            if found is not None:
-                out[found[0]] = found[1]
-    return out
+        return {key: doc for key, doc, _ in _artifact_lines(fh)}
+
+
+def _artifact_lines(fh: BinaryIO) -> Iterator[tuple[_Key, dict[str, Any], bytes]]:
+    """The artifact lines of an open file: (key, artifact, raw line), up to a torn last line."""
+    for raw in fh:
+        if not raw.endswith(b"\n"):
+            break  # torn last line
+        found = _key_of(raw)
+        if found is not None:
+            yield found[0], found[1], raw
 
 
 def _append(fd: int, data: bytes) -> None:
@@ -104,18 +107,12 @@ def _append(fd: int, data: bytes) -> None:
 
 def _keep_lines(path: Path, keep: Collection[_Key]) -> set[_Key]:
     """Rewrite ``path`` atomically with only the lines of the attempts in ``keep``; return those found."""
-    kept: dict[_Key, bytes] = {}
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
         return set()
     with fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            found = _key_of(raw)
-            if found is not None and found[0] in keep:
-                kept[found[0]] = raw
+        kept = {key: raw for key, _, raw in _artifact_lines(fh) if key in keep}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as out:
