@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_PLAN",
@@ -29,6 +29,7 @@ __all__ = [
     "promote",
     "rollback",
     "start",
+    "state_json",
     "widen",
 ]
 
@@ -101,6 +102,24 @@ class Transition:
     def changed(self) -> bool:
         """Whether the action changed the state."""
         return self.outcome == "applied"
+
+
+def state_json(state: RolloutState) -> dict[str, Any]:
+    """The routing fields (status, share, salt, config ids, version) plus the plan and step."""
+    return {
+        "status": state.status,
+        "share": state.share,
+        "salt": state.salt,
+        "baseline_config_id": state.baseline_config_id,
+        "candidate_config_id": state.candidate_config_id,
+        "rollout_id": state.rollout_id,
+        "decision_id": state.decision_id,
+        "version": state.version,
+        "step_index": state.step_index,
+        "plan": list(state.plan),
+        "updated_ns": state.updated_ns,
+        "label": state.label(),
+    }
 
 
 def _pct(share: float) -> str:

@@ -13,30 +13,13 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
-from replaygate.canary import CanaryError, RolloutState, Transition, parse_plan
+from replaygate.canary import CanaryError, Transition, parse_plan
+from replaygate.canary._machine import state_json
 from replaygate.web._app import controller, web_config
 
 __all__ = ["bp", "state_json"]
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-
-
-def state_json(state: RolloutState) -> dict[str, Any]:
-    """The routing fields (status, share, salt, config ids, version) plus the plan and step."""
-    return {
-        "status": state.status,
-        "share": state.share,
-        "salt": state.salt,
-        "baseline_config_id": state.baseline_config_id,
-        "candidate_config_id": state.candidate_config_id,
-        "rollout_id": state.rollout_id,
-        "decision_id": state.decision_id,
-        "version": state.version,
-        "step_index": state.step_index,
-        "plan": list(state.plan),
-        "updated_ns": state.updated_ns,
-        "label": state.label(),
-    }
 
 
 def _transition_json(t: Transition) -> dict[str, Any]:
