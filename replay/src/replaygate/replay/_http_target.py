@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import json
 import random
 import time
@@ -21,7 +22,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from replaygate.replay._errors import TargetError
 from replaygate.replay._target import TargetOutput, parse_target_output
 
-if TYPE_CHECKING:  # httpx is imported on first use: most runs call an in-process target
+if TYPE_CHECKING:  # httpx is imported when an HttpTarget is made: most runs call an in-process target
     import httpx
 
 __all__ = ["HttpTarget", "retry_after_seconds"]
@@ -61,6 +62,7 @@ class HttpTarget:
         transport: httpx.AsyncBaseTransport | None = None,
         rng: random.Random | None = None,
     ) -> None:
+        importlib.import_module("httpx")  # loaded here, not inside the first attempt's timeout
         self.spec = url
         self.url = url
         self.timeout_s = timeout_s

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import secrets
@@ -227,6 +228,7 @@ class LlmJudge:
         # Not recorded by create_judge; a judge rebuilt from a run file reads the key from the environment.
         self._api_key = api_key or os.environ.get("REPLAYGATE_JUDGE_API_KEY")
         self.timeout_s = timeout_s
+        importlib.import_module("httpx")  # loaded here, not during the run's first judgement
         self.prompt_version: str = f"llm-{task.replace('_', '-')}-1+{PROMPT_HASH}"
         self.needs_question: bool = task == "context_relevance"
 
@@ -290,7 +292,7 @@ class LlmJudge:
         }
 
     async def _post(self, body: dict[str, Any]) -> str:
-        import httpx  # on first use: importing replaygate.replay does not pay for it
+        import httpx  # loaded by __init__: importing replaygate.replay does not pay for it
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         url = f"{self.base_url}/chat/completions"
