@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from replaygate.replay import Scenario, run_suite
+from replaygate.replay._measures import load_prices
 
 SLEEP_S = 0.020
 
@@ -87,6 +88,7 @@ def main() -> int:
         f"target sleeps {SLEEP_S * 1000:.0f} ms, concurrency {args.concurrency}: ideal {ideal:.3f}s"
     )
     print(f"file system: one append + fsync costs {fsync_cost() * 1000:.2f} ms here")
+    load_prices()  # the price data loads once per process: not part of any round
     variants = [
         ("sync target,  artifacts", sync_target, True),
         ("async target, artifacts", async_target, True),

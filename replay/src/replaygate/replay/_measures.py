@@ -8,9 +8,9 @@ that made no LLM call at all costs 0.0 (that is what the trace says it spent).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
-from genai_prices import Usage, calc_price
 from replaygate.instrumentation._records import LlmCall, TraceSummary
 from replaygate.replay._runfile import Measures
 
@@ -27,10 +27,21 @@ def is_escalated(summary: TraceSummary) -> bool:
     return summary.escalated or any("escalat" in call.name.lower() for call in summary.tool_calls)
 
 
+def load_prices() -> None:
+    """Import genai-prices, which loads its price data at import (a large share of a second).
+
+    :func:`call_cost` imports it on first use, so the commands that only read run files never pay for it;
+    the runner calls this before its first attempt, so no attempt pays for it mid-run.
+    """
+    importlib.import_module("genai_prices")
+
+
 def call_cost(call: LlmCall) -> float | None:
     """The price in USD of one LLM call, or None when it cannot be known."""
     if not call.model or call.input_tokens is None or call.output_tokens is None:
         return None
+    from genai_prices import Usage, calc_price  # see load_prices
+
     usage = Usage(input_tokens=call.input_tokens, output_tokens=call.output_tokens)
     attempts: list[str | None] = [call.provider, None] if call.provider else [None]
     for provider in attempts:

@@ -28,6 +28,7 @@ from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
 from replaygate.replay._journal import JournalWriter, header_fingerprint, journal_path, read_journal
 from replaygate.replay._judges import create_judges
+from replaygate.replay._measures import load_prices
 from replaygate.replay._progress import ProgressCallback, make_progress
 from replaygate.replay._run_summary import summarize_attempts
 from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, save_run
@@ -172,6 +173,7 @@ async def run_suite_async(
     judge_map = dict(judges) if judges is not None else _default_judges()
     score: Scorer = scorer or score_attempt
     the_target = load_target(target, timeout_s=timeout_s)
+    load_prices()  # before the first attempt: scoring prices LLM calls
     out = Path(out_path)
     jpath = journal_path(out)
 
