@@ -16,9 +16,9 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
+from replaygate.instrumentation._store_db import resolve_store_url
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -44,7 +44,6 @@ from replaygate.canary._machine import RolloutState, Transition
 
 __all__ = ["AuditEntry", "CanaryStore", "resolve_store_url"]
 
-DEFAULT_STORE = ".replaygate/replaygate.db"
 _metadata = MetaData()
 
 canary_state = Table(
@@ -89,16 +88,6 @@ _APPEND_ONLY = (
     "CREATE TRIGGER IF NOT EXISTS canary_audit_no_delete BEFORE DELETE ON canary_audit "
     "BEGIN SELECT RAISE(ABORT, 'canary_audit is append-only'); END",
 )
-
-
-def resolve_store_url(store: str | os.PathLike[str] | None = None) -> str:
-    """Turn a store path or URL (None: ``REPLAYGATE_STORE``, else the default path) into a URL."""
-    raw = os.fspath(store) if store is not None else os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
-    if "://" in raw:
-        return raw
-    path = Path(raw).expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from replaygate.instrumentation._store_db import DEFAULT_STORE, STORE_ENV
+from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_url
 from replaygate.replay._runfile import content_hash
 from sqlalchemy import JSON, DateTime, Engine, String, Text, UniqueConstraint, create_engine, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -23,20 +22,6 @@ from replaygate.gate._gate_model import GateReport
 from replaygate.gate._signing import DecisionOutcome, check_review, check_signable
 
 __all__ = ["DEFAULT_STORE", "DecisionStore", "Review", "SignedDecision", "resolve_store_url"]
-
-
-def resolve_store_url(value: str | os.PathLike[str] | None = None) -> str:
-    """Turn ``--store`` / ``REPLAYGATE_STORE`` (a path or a URL) into a sqlalchemy URL."""
-    raw = str(value) if value is not None else os.environ.get(STORE_ENV) or DEFAULT_STORE
-    if "://" in raw:
-        if raw.startswith("sqlite:///"):
-            Path(raw.removeprefix("sqlite:///")).expanduser().resolve().parent.mkdir(
-                parents=True, exist_ok=True
-            )
-        return raw
-    path = Path(raw).expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
 
 
 class _Base(DeclarativeBase):

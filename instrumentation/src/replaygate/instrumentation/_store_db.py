@@ -28,6 +28,7 @@ __all__ = [
     "record_from_row",
     "record_to_row",
     "resolve_store_path",
+    "resolve_store_url",
     "write_transaction",
 ]
 
@@ -84,6 +85,24 @@ def resolve_store_path(url_or_path: str | os.PathLike[str] | None) -> Path:
     if not raw.strip():
         raise StoreError("empty trace store path: pass a file path or a sqlite:///path URL")
     return Path(raw)
+
+
+def resolve_store_url(value: str | os.PathLike[str] | None = None) -> str:
+    """The same store as a database URL for the control-plane tables (a path becomes ``sqlite:///``).
+
+    Unlike the trace store, those tables also accept other databases (``postgresql://...``). The folder
+    of a SQLite file is created.
+    """
+    raw = os.fspath(value) if value is not None else os.environ.get(STORE_ENV) or DEFAULT_STORE
+    if "://" in raw:
+        if raw.startswith("sqlite:///"):
+            Path(raw.removeprefix("sqlite:///")).expanduser().resolve().parent.mkdir(
+                parents=True, exist_ok=True
+            )
+        return raw
+    path = Path(raw).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
