@@ -15,12 +15,12 @@ import pytest
 import yaml
 from replaygate.replay import RunFile, create_judges, load_scenarios, run_suite, select_scenarios
 
+from examples.demo_release import SEEDS  # the demo tells the same story with the same seeds
 from replaygate.gate import gate_runs, load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support_agent"
 POLICY = ROOT / "examples" / "gate-policy.yaml"
-SEEDS = {"production": 11, "production-2": 12, "candidate": 39, "candidate_fixed": 39}
 
 
 def replay(tmp_path: Path, name: str, key: str) -> RunFile:
