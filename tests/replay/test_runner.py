@@ -168,6 +168,84 @@ def test_async_target_concurrency_is_bounded(tmp_path: Path) -> None:
     assert peak == 5
 
 
+def test_sync_target_runs_on_concurrency_threads_each_attempt_once(tmp_path: Path) -> None:
+    lock = threading.Lock()
+    active = 0
+    peak = 0
+    threads: set[int] = set()
+    calls: list[tuple[str, str]] = []
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+            threads.add(threading.get_ident())
+            calls.append((turns[0], threading.current_thread().name))
+        time.sleep(0.01)
+        with lock:
+            active -= 1
+        return "good"
+
+    result = run([scenario(f"c{i}", repeats=4) for i in range(10)], target, tmp_path, concurrency=5)
+    assert [a.status for a in result.attempts] == ["pass"] * 40
+    assert peak == 5 and len(threads) == 5  # five slots, each a thread that takes attempts itself
+    expected = sorted(f"question of c{i}" for i in range(10) for _ in range(4))
+    assert sorted(turn for turn, _ in calls) == expected
+    assert all(name.startswith("replaygate-target-") for _, name in calls)
+    assert threading.main_thread().ident not in threads
+
+
+def test_each_sync_attempt_runs_in_its_own_copy_of_the_callers_context(tmp_path: Path) -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[str] = []
+
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        seen.append(var.get())
+        var.set("leaked by an earlier attempt")  # must not reach the next attempt of this thread
+        return "good"
+
+    async def main() -> RunFile:
+        var.set("caller")
+        return await run_suite_async(
+            [scenario("a", repeats=6)],
+            target,
+            {},
+            out_path=tmp_path / "run.json",
+            concurrency=1,
+            scorer=FakeScorer(),
+            progress=False,
+            code_commit=None,
+        )
+
+    result = asyncio.run(main())
+    assert seen == ["caller"] * 6
+    assert [a.status for a in result.attempts] == ["pass"] * 6
+
+
+def test_a_sync_callable_that_returns_an_awaitable_is_awaited_on_the_loop(tmp_path: Path) -> None:
+    from opentelemetry import trace
+
+    trace_ids: list[str] = []
+
+    async def answer(turns: list[str]) -> str:
+        trace_ids.append(format(trace.get_current_span().get_span_context().trace_id, "032x"))
+        await asyncio.sleep(0.001)
+        return "good " + turns[0]
+
+    class AsyncAgent:
+        async def __call__(self, turns: list[str], context: dict[str, Any]) -> str:
+            return await answer(turns)
+
+    wrapped = run([scenario("a")], lambda turns, context: answer(turns), tmp_path / "lambda")
+    assert [a.answer for a in wrapped.attempts] == ["good question of a"] * 2
+    assert trace_ids == [a.trace_id for a in wrapped.attempts]  # run inside the attempt's own trace
+    instance = run([scenario("b")], AsyncAgent(), tmp_path / "instance")
+    assert [a.status for a in instance.attempts] == ["pass"] * 2
+
+
 def test_fingerprint_records_candidate_judges_suite_policy_k_seed(tmp_path: Path) -> None:
     config = {
         "config_id": "candidate",

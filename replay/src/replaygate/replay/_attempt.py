@@ -8,12 +8,12 @@ output was garbage, the spans could not be read, or scoring failed. Nothing is a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from opentelemetry.trace import StatusCode
 from replaygate.instrumentation._records import TraceSummary
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.replay._artifacts import Artifact, ArtifactWriter
@@ -25,7 +25,7 @@ from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import Target, TargetOutput
 
-__all__ = ["AttemptRunner", "Called", "Scorer"]
+__all__ = ["AttemptRunner", "BlockingCall", "Called", "Flight", "Scorer"]
 
 
 class Scorer(Protocol):
@@ -49,6 +49,30 @@ def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
     except Exception:  # measuring must not hide the error being reported
         return Measures(latency_s=latency_s)
     return measures.model_copy(update={"empty": False})
+
+
+@dataclass(eq=False)
+class Flight:
+    """An attempt whose target call is under way: its root span and when it started."""
+
+    scenario: Scenario
+    index: int
+    root: AttemptSpan
+    started: str
+    t0: float
+
+
+class BlockingCall(Protocol):
+    """A sync target's call (``CallableTarget.call_blocking``)."""
+
+    def __call__(
+        self, turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any], *, session_id: str
+    ) -> TargetOutput: ...
+
+
+def _raised(root: AttemptSpan, exc: BaseException) -> str:
+    root.record_exception(exc)  # the traceback, in the attempt's artifact
+    return f"target raised {type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -89,39 +113,80 @@ class AttemptRunner:
         self.run_id = run_id
         self.artifacts = artifacts
 
+    def begin(self, scenario: Scenario, index: int) -> Flight:
+        """Open one attempt: its root span (not yet current) and its start."""
+        attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
+        return Flight(scenario, index, AttemptSpan(attributes), utc_now(), time.perf_counter())
+
+    def _session(self, flight: Flight) -> str:
+        return f"{self.run_id}/{flight.scenario.id}/{flight.index}"
+
     async def call(self, scenario: Scenario, index: int) -> Called:
         """Call the target once inside the attempt's root span; scoring is :meth:`finish`.
 
         The runner starts the next call before scoring this one, so a slot of concurrency is never held
         while the event loop scores.
         """
-        started = utc_now()
+        flight = self.begin(scenario, index)
         output: TargetOutput | None = None
         error: str | None = None
-        attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
-        with AttemptSpan(attributes) as root:
-            trace_id = root.trace_id
-            session_id = f"{self.run_id}/{scenario.id}/{index}"
-            t0 = time.perf_counter()
+        with flight.root:
             deadline = asyncio.timeout(self.timeout_s)
             try:
                 async with deadline:
                     output = await self.target.call(
-                        scenario.turns, scenario.context, self.config, session_id=session_id
+                        scenario.turns, scenario.context, self.config, session_id=self._session(flight)
                     )
             except TargetError as exc:
                 error = str(exc)
             except (Exception, SystemExit) as exc:  # an agent calling sys.exit() is an error, not the end
                 if isinstance(exc, TimeoutError) and deadline.expired():
-                    error = f"timed out after {self.timeout_s:g}s"
+                    error = self._timed_out
                 else:
-                    error = f"target raised {type(exc).__name__}: {exc}"
-                    root.record_exception(exc)  # the traceback, in the attempt's artifact
-            latency_s = time.perf_counter() - t0
-            if error is not None:
-                root.set_status(StatusCode.ERROR, error)
-        spans = [root.to_record(), *self.capture.collector.pop(trace_id)]
-        return Called(scenario, index, output, error, spans, latency_s, trace_id, started)
+                    error = _raised(flight.root, exc)
+        return self._called(flight, output, error, time.perf_counter() - flight.t0)
+
+    def call_blocking(self, flight: Flight, call: BlockingCall) -> Called:
+        """Call a sync target in this thread, inside the attempt's root span (see :mod:`._threaded`).
+
+        A call that returns after the timeout is an error like one that is still running at the
+        deadline (the runner gives that one up: :meth:`expire`).
+        """
+        output: TargetOutput | None = None
+        error: str | None = None
+        scenario = flight.scenario
+        with flight.root:
+            try:
+                output = call(scenario.turns, scenario.context, self.config, session_id=self._session(flight))
+            except TargetError as exc:
+                error = str(exc)
+            except BaseException as exc:  # noqa: BLE001 - nothing a thread can raise may end the run silently
+                error = _raised(flight.root, exc)
+        latency_s = time.perf_counter() - flight.t0
+        if latency_s > self.timeout_s:
+            output, error = None, self._timed_out
+        return self._called(flight, output, error, latency_s)
+
+    def expire(self, flight: Flight) -> Called:
+        """The ``error`` of a call still running at its deadline (its thread is given up)."""
+        return self._called(flight, None, self._timed_out, time.perf_counter() - flight.t0)
+
+    @property
+    def _timed_out(self) -> str:
+        return f"timed out after {self.timeout_s:g}s"
+
+    def _called(
+        self, flight: Flight, output: TargetOutput | None, error: str | None, latency_s: float
+    ) -> Called:
+        root = flight.root
+        record = root.to_record()
+        if error is not None:
+            # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
+            record = dataclasses.replace(record, status="error", status_message=error)
+        spans = [record, *self.capture.collector.pop(root.trace_id)]
+        return Called(
+            flight.scenario, flight.index, output, error, spans, latency_s, root.trace_id, flight.started
+        )
 
     async def finish(self, called: Called) -> Attempt:
         """Summarize the call's spans, score it, and hand its artifact to the writer."""

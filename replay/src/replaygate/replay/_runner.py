@@ -38,6 +38,7 @@ from replaygate.replay._scoring import score_attempt
 from replaygate.replay._selection import counts_in_gate
 from replaygate.replay._shard import format_shard, in_shard, parse_shard
 from replaygate.replay._target import Target, load_target
+from replaygate.replay._threaded import ThreadedCalls
 
 __all__ = ["RESUME_FIELDS", "Scorer", "run_suite", "run_suite_async"]
 
@@ -259,6 +260,7 @@ async def run_suite_async(
     finished_now: list[Attempt] = []
 
     journal_failed: list[RunFileError] = []
+    threaded: ThreadedCalls | None = None
 
     def hand_over() -> None:
         # Attempts finished in one turn of the event loop go to the journal and artifact threads together.
@@ -270,6 +272,8 @@ async def run_suite_async(
             writer.extend(batch)
         except RunFileError as exc:  # raised by the workers: a run that cannot journal stops
             journal_failed.append(exc)
+            if threaded is not None:
+                threaded.fail(exc)
 
     scoring = asyncio.Semaphore(concurrency)  # LLM judges are I/O too: bound them like target calls
 
@@ -295,8 +299,19 @@ async def run_suite_async(
     failed_artifacts: set[tuple[str, int]] = set()
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, len(todo))):
-                group.create_task(worker(group))
+            blocking = getattr(the_target, "call_blocking", None)
+            if getattr(the_target, "blocking", False) is True and callable(blocking):
+                threaded = ThreadedCalls(
+                    attempts,
+                    blocking,
+                    todo,
+                    concurrency=concurrency,
+                    on_called=lambda called: group.create_task(finish(called)),
+                )
+                group.create_task(threaded.run())
+            else:
+                for _ in range(min(concurrency, len(todo))):
+                    group.create_task(worker(group))
     except BaseExceptionGroup as failed:  # a worker failed (journal unwritable, or a bug): say what
         raise failed.exceptions[0] from None
     finally:

@@ -7,12 +7,13 @@ and optional ``messages`` (a list). Anything else is garbage and makes the attem
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -107,7 +108,8 @@ class CallableTarget:
     def __init__(self, fn: Callable[..., Any], spec: str) -> None:
         self.fn = fn
         self.spec = spec
-        self.is_async = inspect.iscoroutinefunction(fn)
+        # an object whose class has ``async def __call__`` is async too
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         arity = _positional_arity(fn)
         self.takes_config = arity is None or arity >= 3
         if arity is not None and arity < 2:
@@ -137,6 +139,32 @@ class CallableTarget:
                 result = await result
         return parse_target_output(result)
 
+    @property
+    def blocking(self) -> bool:
+        """Whether the runner calls this target from its own threads (:meth:`call_blocking`)."""
+        return not self.is_async
+
+    def call_blocking(
+        self,
+        turns: Sequence[str],
+        context: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        session_id: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> TargetOutput:
+        """Call a sync callable in the calling thread (the runner's thread for this slot of concurrency).
+
+        A sync callable that returns an awaitable (an object with an ``async def __call__``, a lambda
+        around a coroutine function) has it run on ``loop``, in this thread's context, and waits for it.
+        """
+        result = self.fn(*self._args(turns, context, config))
+        if inspect.isawaitable(result):
+            if loop is None:
+                raise TargetError(f"target {self.spec}: returned an awaitable where no event loop runs")
+            result = asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+        return parse_target_output(result)
+
     def use_threads(self, n: int) -> None:
         """Size the thread pool that runs a sync callable (the runner passes its concurrency)."""
         if self.pool is not None:
@@ -147,6 +175,10 @@ class CallableTarget:
         if self.pool is not None:
             self.pool.shutdown()
             self.pool = None
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
 
 
 def _import_callable(spec: str) -> Callable[..., Any]:
