@@ -316,6 +316,10 @@ def _agent_reasons(span: SpanRecord, top_level: bool) -> list[str]:
     return reasons
 
 
+def _start_end(span: SpanRecord) -> tuple[int, int]:
+    return span.start_ns, span.end_ns
+
+
 def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     """Read what one trace means from its spans.
 
@@ -332,10 +336,25 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     Returns:
         The trace's summary; token totals are None when no LLM span reported any.
     """
-    ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
-    by_id = {s.span_id: s for s in ordered}
-    agents = [s for s in ordered if s.kind == "agent"]
-    top = [s for s in agents if not _has_agent_ancestor(s, by_id)]
+    ordered = sorted(spans, key=_start_end) if len(spans) > 1 else list(spans)
+    agents: list[SpanRecord] = []
+    retrievals: list[SpanRecord] = []
+    llms: list[SpanRecord] = []
+    tools: list[SpanRecord] = []
+    by_kind = {"agent": agents, "retrieval": retrievals, "llm": llms, "tool": tools}
+    escalated = clarification = False
+    for span in ordered:  # one pass: spans by kind, and the signals any span may carry
+        bucket = by_kind.get(span.kind)
+        if bucket is not None:
+            bucket.append(span)
+        attributes = span.attributes
+        escalated = escalated or _true(attributes.get(sc.RG_ESCALATION))
+        clarification = clarification or _true(attributes.get(sc.RG_CLARIFICATION))
+    if agents:
+        by_id = {s.span_id: s for s in ordered}
+        top = [s for s in agents if not _has_agent_ancestor(s, by_id)]
+    else:
+        top = []
     inputs = [_agent_input(s) for s in top]
     outputs = tuple(_agent_output(s) for s in top)
     errors = [e for e in (_error_text(s) for s in top if s.status == "error") if e]
@@ -343,7 +362,7 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     chunks: list[Chunk] = []
     thresholds: list[float] = []
     filtered: list[int] = []
-    for span in (s for s in ordered if s.kind == "retrieval"):
+    for span in retrievals:
         chunks.extend(_chunks(span))
         threshold = _as_float(span.attributes.get(sc.RG_RETRIEVAL_THRESHOLD))
         if threshold is not None:
@@ -351,11 +370,11 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
         count = _as_int(span.attributes.get(sc.RG_RETRIEVAL_FILTERED))
         if count is not None:
             filtered.append(count)
-    llm_calls = tuple(_llm_call(s) for s in ordered if s.kind == "llm")
+    llm_calls = tuple(_llm_call(s) for s in llms)
 
     top_ids = {s.span_id for s in top}
-    preferred = top + [s for s in ordered if s.span_id not in top_ids]  # top-level agents first
-    escalated = any(_true(s.attributes.get(sc.RG_ESCALATION)) for s in ordered)
+    # top-level agents first
+    preferred = top + [s for s in ordered if s.span_id not in top_ids] if top else ordered
     reasons = [r for span in agents for r in _agent_reasons(span, span.span_id in top_ids)]
     if escalated:
         reasons.append("escalation")
@@ -384,11 +403,11 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
         outputs=outputs,
         error=errors[0] if errors else None,
         chunks=tuple(chunks),
-        tool_calls=tuple(_tool_call(s) for s in ordered if s.kind == "tool"),
+        tool_calls=tuple(_tool_call(s) for s in tools),
         llm_calls=llm_calls,
         escalated=escalated,
         escalation_reason=_text(_first(preferred, sc.RG_ESCALATION_REASON)),
-        clarification=any(_true(s.attributes.get(sc.RG_CLARIFICATION)) for s in ordered),
+        clarification=clarification,
         failure_reasons=ordered_reasons(reasons),
         latency_s=max(0.0, latency_s),
         input_tokens=_token_total(c.input_tokens for c in llm_calls),

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import pydantic_core
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.replay._batch_queue import STOP, next_batch
 
@@ -57,11 +58,8 @@ class Artifact:
     spans: Sequence[SpanRecord] = ()
 
     def line(self) -> bytes:
-        """Return the artifact as a JSON line (UTF-8, ending with a newline)."""
-        doc = dict(vars(self))
-        doc["messages"] = list(self.messages)
-        doc["spans"] = [dict(vars(s)) for s in self.spans]  # shallow: json encodes nested values
-        return json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+        """Return the artifact as a JSON line (UTF-8, ending with a newline); unknown values become text."""
+        return pydantic_core.to_json(self, fallback=str) + b"\n"
 
 
 def _key_of(raw: bytes) -> tuple[_Key, dict[str, Any]] | None:

@@ -85,6 +85,52 @@ def _verdict_problem(result: object) -> str | None:
     return None
 
 
+async def _run_judges(
+    scenario: Scenario,
+    text: str,
+    summary: TraceSummary,
+    judges: Mapping[str, Judge],
+    results: list[JudgeResult],
+    errors: list[str],
+) -> None:
+    """Run the scenario's declared judges concurrently; verdicts go to ``results``, failures to ``errors``."""
+    pending: list[tuple[str, JudgeSpec, Judge]] = []
+    for name, spec in zip(_judge_names(scenario.judges), scenario.judges, strict=True):
+        judge = judges.get(spec.type)
+        if judge is None:
+            errors.append(f"scenario {scenario.id}: judge {spec.type!r} is declared but not configured")
+        else:
+            pending.append((name, spec, judge))
+    question = "\n".join(scenario.turns)
+    outcomes = await asyncio.gather(
+        *(_run_judge(s, j, answer=text, summary=summary, question=question) for _, s, j in pending),
+        return_exceptions=True,
+    )
+    for (name, spec, judge), result in zip(pending, outcomes, strict=True):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                raise result  # cancellation and interrupts propagate
+            errors.append(
+                f"scenario {scenario.id}: judge {name} ({judge.model}) failed: "
+                f"{type(result).__name__}: {result}"
+            )
+            continue
+        problem = _verdict_problem(result)
+        if problem is not None:
+            errors.append(f"scenario {scenario.id}: judge {name} ({judge.model}) {problem}")
+            continue
+        passed = result.score >= spec.min_score and result.verdict is not False
+        results.append(
+            JudgeResult(
+                name=name,
+                score=result.score,
+                passed=passed,
+                detail=f"{result.detail} (min score {spec.min_score:g})",
+                claims=[dict(c) for c in (result.claims or result.chunks)],
+            )
+        )
+
+
 async def score_attempt(
     scenario: Scenario,
     *,
@@ -118,46 +164,13 @@ async def score_attempt(
     checks = run_checks(scenario.checks, ctx)
 
     judge_results: list[JudgeResult] = []
-    pending: list[tuple[str, JudgeSpec, Judge]] = []
-    for name, spec in zip(_judge_names(scenario.judges), scenario.judges, strict=True):
-        judge = judges.get(spec.type)
-        if judge is None:
-            errors.append(f"scenario {scenario.id}: judge {spec.type!r} is declared but not configured")
-        else:
-            pending.append((name, spec, judge))
-    question = "\n".join(scenario.turns)
-    outcomes = await asyncio.gather(
-        *(_run_judge(s, j, answer=text, summary=summary, question=question) for _, s, j in pending),
-        return_exceptions=True,
-    )
-    for (name, spec, judge), result in zip(pending, outcomes, strict=True):
-        if isinstance(result, BaseException):
-            if not isinstance(result, Exception):
-                raise result  # cancellation and interrupts propagate
-            errors.append(
-                f"scenario {scenario.id}: judge {name} ({judge.model}) failed: "
-                f"{type(result).__name__}: {result}"
-            )
-            continue
-        problem = _verdict_problem(result)
-        if problem is not None:
-            errors.append(f"scenario {scenario.id}: judge {name} ({judge.model}) {problem}")
-            continue
-        passed = result.score >= spec.min_score and result.verdict is not False
-        judge_results.append(
-            JudgeResult(
-                name=name,
-                score=result.score,
-                passed=passed,
-                detail=f"{result.detail} (min score {spec.min_score:g})",
-                claims=[dict(c) for c in (result.claims or result.chunks)],
-            )
-        )
+    if scenario.judges:  # most scenarios declare none: no gather, no tasks
+        await _run_judges(scenario, text, summary, judges, judge_results, errors)
 
     retrieval: RetrievalScores | None = None
     labels = scenario.retrieval
-    ranked = ranked_chunk_ids(summary.chunks)
     scored_labels = labels is not None and labels.confirmed and bool(labels.relevant)
+    ranked = ranked_chunk_ids(summary.chunks) if scored_labels else []
     if labels is not None and scored_labels:
         retrieval = retrieval_metrics(
             ranked,
