@@ -454,3 +454,23 @@ def test_run_suite_restores_the_garbage_collector(tmp_path: Path) -> None:
         assert seen[1][1] == before[0] and gc.get_freeze_count() > 0  # not unfrozen by the run
     finally:
         gc.unfreeze()
+
+
+def test_run_file_lists_one_attempt_per_line_and_reuses_only_the_journaled_object(tmp_path: Path) -> None:
+    from replaygate.replay._runfile import dump_run
+
+    result = run([scenario("a"), scenario("b")], lambda turns, context: "good", tmp_path)
+    lines = (tmp_path / "run.json").read_text().splitlines()
+    start = lines.index('  "attempts": [')
+    attempt_lines = lines[start + 1 : start + 5]
+    assert [json.loads(line.strip().rstrip(",")) for line in attempt_lines] == [
+        a.model_dump(mode="json") for a in result.attempts
+    ]
+    assert lines[start + 5 :] == ["  ]", "}"]
+    assert load_run(tmp_path / "run.json") == result
+    first = result.attempts[0]
+    stale = first.model_copy(update={"answer": "what the journal wrote before the attempt changed"})
+    text = dump_run(result, {(first.scenario_id, first.index): (stale, stale.model_dump_json())})
+    assert "before the attempt changed" not in text  # a cached text is used for its own object only
+    same = dump_run(result, {(first.scenario_id, first.index): (first, '{"cached": true}')})
+    assert '    {"cached": true},' in same.splitlines()

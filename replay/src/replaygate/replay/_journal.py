@@ -151,6 +151,8 @@ class JournalWriter:
         self._pending = 0
         self._cond = threading.Condition()
         self.fsyncs = 0
+        self.serialized: dict[tuple[str, int], tuple[Attempt, str]] = {}
+        """The attempts written by this writer and their JSON (the run file reuses it: ``save_run``)."""
         self._thread = threading.Thread(target=self._run, name="replaygate-journal", daemon=True)
         self._thread.start()
 
@@ -196,11 +198,13 @@ class JournalWriter:
             items, stop = next_batch(self._queue)
             if items and self._error is None:
                 try:
-                    data = "".join(f'{{"kind":"attempt","attempt":{a.model_dump_json()}}}\n' for a in items)
+                    texts = [(a, a.model_dump_json()) for a in items]
+                    data = "".join(f'{{"kind":"attempt","attempt":{text}}}\n' for _, text in texts)
                     self._fh.write(data.encode("utf-8"))
                     self._fh.flush()
                     os.fsync(self._fh.fileno())
                     self.fsyncs += 1
+                    self.serialized.update(((a.scenario_id, a.index), (a, text)) for a, text in texts)
                 except Exception as exc:  # reported to the runner by the next append/flush/close
                     self._error = exc
             with self._cond:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ __all__ = [
     "content_hash",
     "load_run",
     "save_atomic",
+    "dump_run",
     "save_run",
     "write_atomic",
 ]
@@ -186,9 +188,30 @@ def load_run(path: str | os.PathLike[str]) -> RunFile:
         raise RunFileError(f"{p}: invalid run file: {exc}") from None
 
 
-def save_run(run: RunFile, path: str | os.PathLike[str]) -> Path:
-    """Write a run file atomically (temporary file, fsync, rename)."""
-    return save_atomic(Path(path), run.model_dump_json(indent=2))
+def dump_run(run: RunFile, serialized: Mapping[tuple[str, int], tuple[Attempt, str]] | None = None) -> str:
+    """The run file's text: indented JSON, with the attempts last, one attempt per line (compact).
+
+    ``serialized`` holds attempts already turned into JSON (by the journal), keyed by (scenario id, index);
+    one is used only for the very attempt object it was made from.
+    """
+    known = serialized or {}
+    lines: list[str] = []
+    for attempt in run.attempts:
+        cached = known.get((attempt.scenario_id, attempt.index))
+        lines.append(cached[1] if cached is not None and cached[0] is attempt else attempt.model_dump_json())
+    head = run.model_dump_json(indent=2, exclude={"attempts"})
+    body = "[]" if not lines else "[\n    " + ",\n    ".join(lines) + "\n  ]"
+    return f'{head[:-2]},\n  "attempts": {body}\n}}\n'
+
+
+def save_run(
+    run: RunFile,
+    path: str | os.PathLike[str],
+    *,
+    serialized: Mapping[tuple[str, int], tuple[Attempt, str]] | None = None,
+) -> Path:
+    """Write a run file atomically (temporary file, fsync, rename); see :func:`dump_run` for its layout."""
+    return save_atomic(Path(path), dump_run(run, serialized))
 
 
 def write_atomic(path: Path, text: str) -> Path:

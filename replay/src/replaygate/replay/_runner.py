@@ -343,7 +343,7 @@ async def run_suite_async(
         policy=dict(policy) if policy is not None else None,
         summary=summarize_attempts(results, entries, run_id=run_id),
     )
-    save_run(run, out)
+    save_run(run, out, serialized=writer.serialized)
     return run
 
 
