@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._errors import RunFileError
-from replaygate.replay._journal import JournalWriter, journal_path, read_journal
+from replaygate.replay._journal import HEADER_LATER, JournalWriter, journal_path, read_journal
 from replaygate.replay._runfile import Attempt, Measures, load_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import Scenario
@@ -58,6 +58,39 @@ def test_journal_round_trip_and_torn_tail(tmp_path: Path) -> None:
     w.close()
     state = read_journal(path)
     assert [a.index for a in state.attempts] == [0, 1, 2, 3, 4, 5] and not state.torn_tail
+
+
+def test_a_header_written_later_comes_first_and_is_synced_even_without_attempts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import replaygate.replay._journal as journal
+
+    synced: list[bytes] = []
+    real_fsync = os.fsync
+    path = tmp_path / "later.journal"
+
+    def recording_fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.append(path.read_bytes())
+
+    monkeypatch.setattr(journal.os, "fsync", recording_fsync)
+    w = JournalWriter(path, header=HEADER_LATER)
+    with pytest.raises(RuntimeError, match="before the journal's header"):
+        w.append(attempt("s", 0))
+    w.write_header({"run_id": "r2"})
+    with pytest.raises(RuntimeError, match="has its header already"):
+        w.write_header({"run_id": "again"})
+    w.append(attempt("s", 0))
+    w.close()
+    state = read_journal(path)
+    assert state.header["run_id"] == "r2" and [a.index for a in state.attempts] == [0]
+
+    synced.clear()
+    empty = JournalWriter(path, header=HEADER_LATER)  # a run with nothing left to do
+    empty.write_header({"run_id": "r3"})
+    empty.close()
+    assert read_journal(path).header["run_id"] == "r3"
+    assert synced and synced[-1].startswith(b'{"kind":"header","run_id":"r3"')  # durable, not just closed
 
 
 def test_corrupt_line_before_the_end_is_an_error(tmp_path: Path) -> None:

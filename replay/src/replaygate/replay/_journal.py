@@ -24,6 +24,7 @@ from replaygate.replay._errors import RunFileError
 from replaygate.replay._runfile import Attempt, Fingerprint
 
 __all__ = [
+    "HEADER_LATER",
     "JOURNAL_SUFFIX",
     "JournalState",
     "JournalWriter",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 JOURNAL_SUFFIX = ".journal"
+
+#: ``JournalWriter(path, header=HEADER_LATER)``: a new journal whose header comes with :meth:`write_header`.
+HEADER_LATER: Any = object()
 
 
 def journal_path(out_path: str | os.PathLike[str]) -> Path:
@@ -135,13 +139,20 @@ class JournalWriter:
     def __init__(
         self, path: str | os.PathLike[str], *, header: dict[str, Any] | None, truncate_at: int | None = None
     ) -> None:
-        """Start a new journal with ``header``, or (``header=None``) append after ``truncate_at`` bytes."""
+        """Start a new journal with ``header``, or (``header=None``) append after ``truncate_at`` bytes.
+
+        With ``header=HEADER_LATER`` the new journal is created empty and :meth:`write_header` must come
+        before the first attempt (the runner makes the header while its first calls run).
+        """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: BinaryIO
+        self._needs_header = header is HEADER_LATER
+        self._header_unsynced = False
         if header is not None:
             self._fh = open(self.path, "wb")
-            self._fh.write(_line({"kind": "header", **header}))
+            if header is not HEADER_LATER:
+                self._fh.write(_line({"kind": "header", **header}))
         else:
             self._fh = open(self.path, "r+b")
             self._fh.truncate(truncate_at if truncate_at is not None else self._fh.seek(0, os.SEEK_END))
@@ -156,6 +167,18 @@ class JournalWriter:
         self._thread = threading.Thread(target=self._run, name="replaygate-journal", daemon=True)
         self._thread.start()
 
+    def write_header(self, header: dict[str, Any]) -> None:
+        """Write the header of a journal made with ``header=HEADER_LATER`` (durable with the first fsync).
+
+        Raises:
+            RuntimeError: the journal was not made with ``HEADER_LATER``, or has its header already.
+        """
+        if not self._needs_header:
+            raise RuntimeError(f"{self.path}: the journal has its header already")
+        self._needs_header = False
+        self._header_unsynced = True
+        self._fh.write(_line({"kind": "header", **header}))
+
     def append(self, attempt: Attempt) -> None:
         """Queue one finished attempt (returns at once; durable after the next group fsync)."""
         self.extend([attempt])
@@ -165,6 +188,8 @@ class JournalWriter:
         self._raise_if_failed()
         if not attempts:
             return
+        if self._needs_header:
+            raise RuntimeError(f"{self.path}: an attempt came before the journal's header")
         with self._cond:
             self._pending += len(attempts)
         self._queue.put(attempts)  # serialized by the writer thread
@@ -204,12 +229,19 @@ class JournalWriter:
                     self._fh.flush()
                     os.fsync(self._fh.fileno())
                     self.fsyncs += 1
+                    self._header_unsynced = False
                     self.serialized.update(((a.scenario_id, a.index), (a, text)) for a, text in texts)
                 except Exception as exc:  # reported to the runner by the next append/flush/close
                     self._error = exc
             with self._cond:
                 self._pending -= len(items)
                 self._cond.notify_all()
+        if self._header_unsynced and self._error is None:  # a run without attempts: its header alone
+            try:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            except Exception as exc:  # reported by close
+                self._error = exc
 
 
 def _line(obj: dict[str, Any]) -> bytes:

@@ -26,7 +26,13 @@ from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
-from replaygate.replay._journal import JournalWriter, header_fingerprint, journal_path, read_journal
+from replaygate.replay._journal import (
+    HEADER_LATER,
+    JournalWriter,
+    header_fingerprint,
+    journal_path,
+    read_journal,
+)
 from replaygate.replay._judges import create_judges
 from replaygate.replay._measures import load_prices
 from replaygate.replay._progress import ProgressCallback, make_progress
@@ -179,29 +185,33 @@ async def run_suite_async(
     jpath = journal_path(out)
 
     k = repeats if repeats is not None else max((s.repeats for s in scenarios), default=0)
-    commit = git_commit() if code_commit is True else (code_commit or None)
-    hashes = {s.id: scenario_content_hash(s) for s in scenarios}  # once: suite hash and entries
-    fingerprint = build_fingerprint(
-        config=cfg,
-        versions=declared_versions(cfg),
-        target=the_target.spec,
-        judges=judge_map,
-        suite_hash=suite_hash_of((s.id, s.status.state, hashes[s.id]) for s in scenarios),
-        policy=policy,
-        tier=tier,
-        k=k,
-        seed=seed,
-        code_commit=commit,
-    )
     selected = sorted(
         (s for s in scenarios if shard_spec is None or in_shard(s.id, *shard_spec)), key=lambda s: s.id
     )
     per_k = {s.id: repeats if repeats is not None else s.repeats for s in selected}
-    entries = [_entry(s, per_k[s.id], hashes[s.id]) for s in selected]
     shard_text = format_shard(*shard_spec) if shard_spec else None
+
+    def describe() -> tuple[Fingerprint, list[ScenarioEntry]]:
+        # Hashing every scenario takes a while: a new run does it while its first calls run.
+        commit = git_commit() if code_commit is True else (code_commit or None)
+        hashes = {s.id: scenario_content_hash(s) for s in scenarios}  # once: suite hash and entries
+        fingerprint = build_fingerprint(
+            config=cfg,
+            versions=declared_versions(cfg),
+            target=the_target.spec,
+            judges=judge_map,
+            suite_hash=suite_hash_of((s.id, s.status.state, hashes[s.id]) for s in scenarios),
+            policy=policy,
+            tier=tier,
+            k=k,
+            seed=seed,
+            code_commit=commit,
+        )
+        return fingerprint, [_entry(s, per_k[s.id], hashes[s.id]) for s in selected]
 
     done: list[Attempt] = []
     if resume:
+        fingerprint, entries = describe()
         state = read_journal(jpath)
         old = header_fingerprint(state.header, jpath)
         _check_resume(old, fingerprint, jpath)
@@ -222,14 +232,7 @@ async def run_suite_async(
         writer = JournalWriter(jpath, header=None, truncate_at=state.valid_bytes)
     else:
         run_id = _new_run_id()
-        header = {
-            "run_id": run_id,
-            "fingerprint": fingerprint.model_dump(mode="json"),
-            "scenarios": [e.model_dump(mode="json") for e in entries],
-            "shard": shard_text,
-            "policy": dict(policy) if policy is not None else None,
-        }
-        writer = JournalWriter(jpath, header=header)
+        writer = JournalWriter(jpath, header=HEADER_LATER)  # opened now: an unwritable journal stops us here
 
     finished = {(a.scenario_id, a.index) for a in done}
     todo = deque((s, i) for s in selected for i in range(per_k[s.id]) if (s.id, i) not in finished)
@@ -312,6 +315,21 @@ async def run_suite_async(
             else:
                 for _ in range(min(concurrency, len(todo))):
                     group.create_task(worker(group))
+            if not resume:
+                # Let the first calls start, then make the fingerprint and the journal header while they
+                # run. No attempt is journaled before: finished attempts reach the journal on a later turn
+                # of the event loop than this one.
+                await asyncio.sleep(0)
+                fingerprint, entries = describe()
+                writer.write_header(
+                    {
+                        "run_id": run_id,
+                        "fingerprint": fingerprint.model_dump(mode="json"),
+                        "scenarios": [e.model_dump(mode="json") for e in entries],
+                        "shard": shard_text,
+                        "policy": dict(policy) if policy is not None else None,
+                    }
+                )
     except BaseExceptionGroup as failed:  # a worker failed (journal unwritable, or a bug): say what
         raise failed.exceptions[0] from None
     finally:
