@@ -474,3 +474,24 @@ def test_run_file_lists_one_attempt_per_line_and_reuses_only_the_journaled_objec
     assert "before the attempt changed" not in text  # a cached text is used for its own object only
     same = dump_run(result, {(first.scenario_id, first.index): (first, '{"cached": true}')})
     assert '    {"cached": true},' in same.splitlines()
+
+
+def test_a_failure_inside_a_target_thread_fails_the_run_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replaygate.replay._attempt import AttemptRunner
+
+    real = AttemptRunner.call_blocking
+    calls = {"n": 0}
+
+    def broken(self: AttemptRunner, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("a bug in the runner")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AttemptRunner, "call_blocking", broken)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="a bug in the runner"):
+        run([scenario(f"s{i}") for i in range(5)], lambda turns, context: "good", tmp_path, concurrency=2)
+    assert time.monotonic() - t0 < 10

@@ -103,6 +103,24 @@ class ThreadedCalls:
     def _work(self, base: contextvars.Context) -> None:
         loop = self._loop
         assert loop is not None
+        try:
+            counted = self._serve(loop, base)
+        except BaseException as exc:  # noqa: BLE001 - a bug in the runner: the run fails with it, never hangs
+            self._stopping = True
+            try:
+                loop.call_soon_threadsafe(self.fail, exc)
+            except RuntimeError:
+                pass  # the loop is closed: nobody waits any more
+            return
+        if counted:
+            with self._lock:
+                self._live -= 1
+                last = self._live == 0
+            if last:
+                self._hand_over(loop)
+
+    def _serve(self, loop: asyncio.AbstractEventLoop, base: contextvars.Context) -> bool:
+        """Take and call attempts until none is left; False when this thread's slot was given away."""
         todo, attempts, lock = self.todo, self.attempts, self._lock
         while not self._stopping:
             with lock:
@@ -114,16 +132,12 @@ class ThreadedCalls:
             called = base.copy().run(attempts.call_blocking, flight, self._call)
             with lock:
                 if self._flights.pop(flight, False) is False:
-                    return  # timed out: the watchdog reported it and gave this slot to a new thread
+                    return False  # timed out: the watchdog reported it and gave this slot to a new thread
                 self._ready.append(called)
                 wake = len(self._ready) == 1
             if wake and not self._hand_over(loop):
-                return
-        with lock:
-            self._live -= 1
-            last = self._live == 0
-        if last:
-            self._hand_over(loop)
+                return False
+        return True
 
     def _call(self, turns: Any, context: Any, config: Any, *, session_id: str) -> TargetOutput:
         return self.call(turns, context, config, session_id=session_id, loop=self._loop)
