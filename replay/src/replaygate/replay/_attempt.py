@@ -25,7 +25,7 @@ from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import Target, TargetOutput
 
-__all__ = ["AttemptRunner", "BlockingCall", "Called", "Flight", "Scorer"]
+__all__ = ["AttemptRunner", "BlockingCall", "Called", "Flight", "Returned", "Scorer"]
 
 
 class Scorer(Protocol):
@@ -73,6 +73,10 @@ class BlockingCall(Protocol):
 def _raised(root: AttemptSpan, exc: BaseException) -> str:
     root.record_exception(exc)  # the traceback, in the attempt's artifact
     return f"target raised {type(exc).__name__}: {exc}"
+
+
+#: What a blocking call returns from its thread: the flight, the output or error, the latency.
+Returned = tuple[Flight, TargetOutput | None, str | None, float]
 
 
 @dataclass
@@ -144,13 +148,14 @@ class AttemptRunner:
                     error = self._timed_out
                 else:
                     error = _raised(flight.root, exc)
-        return self._called(flight, output, error, time.perf_counter() - flight.t0)
+        return self.called(flight, output, error, time.perf_counter() - flight.t0)
 
-    def call_blocking(self, flight: Flight, call: BlockingCall) -> Called:
+    def call_blocking(self, flight: Flight, call: BlockingCall) -> Returned:
         """Call a sync target in this thread, inside the attempt's root span (see :mod:`._threaded`).
 
-        A call that returns after the timeout is an error like one that is still running at the
-        deadline (the runner gives that one up: :meth:`expire`).
+        Returns what :meth:`called` (on the event loop) turns into a :class:`Called`. A call that returns
+        after the timeout is an error like one still running at the deadline (the runner gives that one
+        up: :meth:`expire`).
         """
         output: TargetOutput | None = None
         error: str | None = None
@@ -165,19 +170,20 @@ class AttemptRunner:
         latency_s = time.perf_counter() - flight.t0
         if latency_s > self.timeout_s:
             output, error = None, self._timed_out
-        return self._called(flight, output, error, latency_s)
+        return flight, output, error, latency_s
 
     def expire(self, flight: Flight) -> Called:
         """The ``error`` of a call still running at its deadline (its thread is given up)."""
-        return self._called(flight, None, self._timed_out, time.perf_counter() - flight.t0)
+        return self.called(flight, None, self._timed_out, time.perf_counter() - flight.t0)
 
     @property
     def _timed_out(self) -> str:
         return f"timed out after {self.timeout_s:g}s"
 
-    def _called(
+    def called(
         self, flight: Flight, output: TargetOutput | None, error: str | None, latency_s: float
     ) -> Called:
+        """What a finished call left: its root span as a record (in error when it failed), its spans."""
         root = flight.root
         record = root.to_record()
         if error is not None:

@@ -1,11 +1,12 @@
 """Sync targets: each slot of concurrency is a daemon thread that takes its next attempt itself.
 
-A sync agent call blocks a thread. Handing every call from the event loop to a pool thread and its result
-back costs each attempt two waits for the GIL while the loop is busy scoring (one to start the call, one to
-return), and those waits, not the work, were most of a fast sync target's overhead. Here each of
-``concurrency`` threads loops on its own: take the next (scenario, index), call the target under the
-attempt's root span, hand the finished call to the event loop, take the next. The loop only scores: the
-finished calls of one turn of the loop arrive together (one wake-up for all of them).
+A sync agent call blocks a thread, and a thread needs the GIL to go from one call to the next: every
+moment it waits for the GIL, its slot of concurrency is idle. So each of ``concurrency`` threads loops on
+its own and holds the GIL as briefly as it can between two calls: leave the last call's result in a list,
+take the next (scenario, index), open its root span, call the target. Everything else (the spans as
+records, scoring, the journal) happens on the event loop, which collects the finished calls every
+millisecond: a thread never wakes the loop itself (a wake-up writes to a socket, and giving up the GIL for
+that write could cost the thread its turn for several milliseconds).
 
 Timeouts: a watchdog on the loop wakes at the earliest deadline of the calls under way. A call still
 running at its deadline becomes an ``error`` attempt ("timed out after Xs") at once, and a new thread takes
@@ -25,11 +26,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from replaygate.replay._attempt import AttemptRunner, Called, Flight
+from replaygate.replay._attempt import AttemptRunner, Called, Flight, Returned
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import TargetOutput
 
-__all__ = ["ThreadedCalls"]
+__all__ = ["POLL_S", "ThreadedCalls"]
+
+#: How often the event loop collects the calls the threads finished (seconds).
+POLL_S = 0.001
 
 
 class ThreadedCalls:
@@ -58,7 +62,7 @@ class ThreadedCalls:
         self.concurrency = max(1, concurrency)
         self.on_called = on_called
         self._lock = threading.Lock()
-        self._ready: list[Called] = []  # finished calls not yet handed to the loop
+        self._ready: list[Returned] = []  # finished calls not yet collected by the loop
         self._flights: dict[Flight, None] = {}  # calls under way, oldest (earliest deadline) first
         self._live = 0  # threads whose results still count
         self._stopping = False
@@ -66,28 +70,30 @@ class ThreadedCalls:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Future[None] | None = None
         self._base = contextvars.Context()
-        self._watchdog: asyncio.TimerHandle | None = None
+        self._timers: list[asyncio.TimerHandle] = []
 
     async def run(self) -> None:
         """Run every attempt of ``todo`` (or until :meth:`fail`); returns once each call was handed over."""
         loop = self._loop = asyncio.get_running_loop()
         self._done = loop.create_future()
-        base = contextvars.copy_context()  # each attempt runs in a copy: the agent's context never leaks
+        self._base = contextvars.copy_context()  # each attempt runs in a copy of it: no context leaks
         with self._lock:
             n = min(self.concurrency, len(self.todo))
             self._live = n
         if n == 0:
             return
-        self._base = base
         for _ in range(n):
-            self._start_thread(base)
-        self._watchdog = loop.call_later(self.attempts.timeout_s, self._check_deadlines)
+            self._start_thread()
+        self._timers = [
+            loop.call_later(POLL_S, self._poll),
+            loop.call_later(self.attempts.timeout_s, self._check_deadlines),
+        ]
         try:
             await self._done
         finally:
             self._stopping = True
-            if self._watchdog is not None:
-                self._watchdog.cancel()
+            for timer in self._timers:
+                timer.cancel()
 
     def fail(self, exc: BaseException) -> None:
         """Stop taking attempts and make :meth:`run` raise ``exc`` (call on the event loop)."""
@@ -95,69 +101,69 @@ class ThreadedCalls:
         if self._done is not None and not self._done.done():
             self._done.set_exception(exc)
 
-    def _start_thread(self, base: contextvars.Context) -> None:
+    def _start_thread(self) -> None:
         name = f"replaygate-target-{self._threads_started}"
         self._threads_started += 1
-        threading.Thread(target=self._work, args=(base,), name=name, daemon=True).start()
+        threading.Thread(target=self._work, name=name, daemon=True).start()
 
-    def _work(self, base: contextvars.Context) -> None:
-        loop = self._loop
-        assert loop is not None
+    def _work(self) -> None:
         try:
-            counted = self._serve(loop, base)
+            counted = self._serve()
         except BaseException as exc:  # noqa: BLE001 - a bug in the runner: the run fails with it, never hangs
             self._stopping = True
+            assert self._loop is not None
             try:
-                loop.call_soon_threadsafe(self.fail, exc)
+                self._loop.call_soon_threadsafe(self.fail, exc)
             except RuntimeError:
                 pass  # the loop is closed: nobody waits any more
             return
         if counted:
             with self._lock:
                 self._live -= 1
-                last = self._live == 0
-            if last:
-                self._hand_over(loop)
 
-    def _serve(self, loop: asyncio.AbstractEventLoop, base: contextvars.Context) -> bool:
+    def _serve(self) -> bool:
         """Take and call attempts until none is left; False when this thread's slot was given away."""
-        todo, attempts, lock = self.todo, self.attempts, self._lock
+        todo, attempts, lock, ready, base = self.todo, self.attempts, self._lock, self._ready, self._base
+        call = self._call
+        returned: Returned | None = None
         while not self._stopping:
             with lock:
+                if returned is not None:
+                    if self._flights.pop(returned[0], False) is False:
+                        return False  # timed out: the watchdog reported it and gave this slot to a new thread
+                    ready.append(returned)
+                    returned = None
                 if not todo:
                     break
                 scenario, index = todo.popleft()
                 flight = attempts.begin(scenario, index)
                 self._flights[flight] = None
-            called = base.copy().run(attempts.call_blocking, flight, self._call)
+            returned = base.copy().run(attempts.call_blocking, flight, call)
+        if returned is not None:  # stopping: the run ended meanwhile, nobody collects it
             with lock:
-                if self._flights.pop(flight, False) is False:
-                    return False  # timed out: the watchdog reported it and gave this slot to a new thread
-                self._ready.append(called)
-                wake = len(self._ready) == 1
-            if wake and not self._hand_over(loop):
-                return False
+                self._flights.pop(returned[0], None)
         return True
 
     def _call(self, turns: Any, context: Any, config: Any, *, session_id: str) -> TargetOutput:
         return self.call(turns, context, config, session_id=session_id, loop=self._loop)
 
-    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> bool:
-        try:
-            loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:  # the loop is closed: the run ended (interrupted) and nobody waits any more
-            self._stopping = True
-            return False
-        return True
-
-    def _drain(self) -> None:
+    def _collect(self) -> None:
+        """Hand the finished calls to ``on_called``; end :meth:`run` when every thread is done."""
         with self._lock:
-            ready, self._ready = self._ready, []
+            ready = self._ready[:]
+            self._ready.clear()  # in place: the threads hold this list
             finished = self._live == 0
-        for called in ready:
-            self.on_called(called)
+        called = self.attempts.called
+        for flight, output, error, latency_s in ready:
+            self.on_called(called(flight, output, error, latency_s))
         if finished and self._done is not None and not self._done.done():
             self._done.set_result(None)
+
+    def _poll(self) -> None:
+        self._collect()
+        if self._done is not None and not self._done.done():
+            assert self._loop is not None
+            self._timers[0] = self._loop.call_later(POLL_S, self._poll)
 
     def _check_deadlines(self) -> None:
         """Report calls past their deadline as timed out and give their slots to new threads."""
@@ -175,12 +181,12 @@ class ThreadedCalls:
             self._live -= len(expired) - replace
             oldest = next(iter(self._flights), None)
         for _ in range(replace):
-            self._start_thread(self._base)
+            self._start_thread()
         for flight in expired:
             self.on_called(self.attempts.expire(flight))
-        self._drain()  # also ends the run when the expired calls were the last ones
+        self._collect()  # also ends the run when the expired calls were the last ones
         if self._done is None or self._done.done():
             return
         delay = timeout if oldest is None else max(0.0, oldest.t0 + timeout - now)
         assert self._loop is not None
-        self._watchdog = self._loop.call_later(delay, self._check_deadlines)
+        self._timers[1] = self._loop.call_later(delay, self._check_deadlines)
