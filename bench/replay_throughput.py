@@ -1,15 +1,17 @@
 """Replay throughput: 200 scenarios x k=5 against a target that sleeps 20 ms, concurrency 50.
 
 Prints the wall time of a whole run (span capture, scoring with deterministic checks, journal with group
-commit, artifacts, run file) against the ideal ``attempts x 20 ms / concurrency``, for a sync target (run
-in the runner's thread pool) and an async one, with artifacts (the default of ``replaygate run``: one
-JSON line per attempt in ``<run id>/artifacts.jsonl``) and without. Target: within 1.2x of the ideal.
+commit, artifacts, run file) against the ideal ``attempts x 20 ms / concurrency``, for a sync target
+(called from the runner's own threads, one per slot of concurrency) and an async one, with artifacts
+(the default of ``replaygate run``: one JSON line per attempt in ``<run id>/artifacts.jsonl``) and
+without. Target: within 1.2x of the ideal.
 
 The variants run interleaved for several rounds; the median and the best ratio of each are printed (the
 first round also pays warm-up). The process CPU per attempt is printed too: everything the runner does
-holds the GIL, so the event loop can only keep up with the ideal while it stays well under
-20 ms / concurrency (0.4 ms at 50), and a busy machine (other processes on the same cores) shows up
-in the wall time, not in the CPU time.
+holds the GIL, so the ideal can only be approached while the work per attempt stays well under
+20 ms / concurrency (0.4 ms at 50); every millisecond a target thread waits for the GIL after its call
+is a millisecond its slot stands idle. A busy machine (other processes on the same cores, here a shared
+virtual machine) shows up in the wall time, not in the CPU time: compare runs made together.
 
     uv run --locked python bench/replay_throughput.py [--scenarios 200] [--k 5] [--concurrency 50]
         [--rounds 5]

@@ -101,8 +101,10 @@ def _positional_arity(fn: Callable[..., Any]) -> int | None:
 class CallableTarget:
     """A Python callable ``fn(turns, context, config)`` (or ``fn(turns, context)``), sync or async.
 
-    Sync callables run in a pool of daemon threads (sized by the runner), with the caller's context
-    copied so the agent's spans join the attempt's trace.
+    The replay runner calls a sync callable from its own threads (:meth:`call_blocking`, one daemon
+    thread per slot of concurrency: see ``replaygate.replay._threaded``); :meth:`call` runs it in a pool
+    of daemon threads. Either way the caller's context is copied, so the agent's spans join the attempt's
+    trace.
     """
 
     def __init__(self, fn: Callable[..., Any], spec: str) -> None:
