@@ -154,6 +154,19 @@ def test_usage_and_data_errors_exit_3(
     assert needle in out + err
 
 
+def test_an_empty_policy_file_is_the_default_policy_as_for_the_gate(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replaygate.gate import load_policy, policy_hash
+
+    (project / "empty-policy.yaml").write_text("# defaults only\n")
+    args = BASE + ["--target", "rg_cli_targets:good", "--quiet", "--policy", "empty-policy.yaml"]
+    assert cli(args + ["--out", "runs/empty-policy.json"]) == 0
+    run = load_run(project / "runs" / "empty-policy.json")
+    assert run.policy == {}
+    assert run.fingerprint.policy_hash == policy_hash(load_policy(project / "empty-policy.yaml"))
+
+
 def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = BASE + ["--target", "rg_cli_targets:good", "--tag", "risk=low", "--quiet"]
     assert cli(args + ["--out", "whole.json"]) == 0

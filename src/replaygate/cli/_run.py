@@ -74,6 +74,8 @@ def _load_policy(path: str | None) -> dict[str, Any] | None:
         raise ReplayError(f"{p}: cannot read the gate policy ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
         raise ReplayError(f"{p}: the gate policy is not valid YAML ({exc})") from None
+    if data is None:  # an empty file: the gate reads it as the default policy, and so does the run
+        data = {}
     if not isinstance(data, dict):
         raise ReplayError(f"{p}: a gate policy is a YAML mapping")
     # Refuse an invalid policy now, not when the gate reads the finished run.
