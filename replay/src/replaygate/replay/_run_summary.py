@@ -17,10 +17,14 @@ __all__ = ["summarize_attempts", "summary_headline", "summary_lines"]
 
 
 def _p95(values: list[float]) -> float | None:
+    """The 95th percentile, interpolated linearly between ranks (numpy's default, as the gate reads it)."""
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    position = 0.95 * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _failed_parts(a: Attempt) -> list[str]:
@@ -54,14 +58,15 @@ def summarize_attempts(
     attribution = {"retrieval": 0, "generation": 0, "unattributed": 0}
     for a in fails:
         attribution[a.attribution or "unattributed"] += 1
-    latencies = [a.measures.latency_s for a in ordered]
+    # like the gate: latency of the scored attempts (a timed-out call's latency is the timeout)
+    latencies = [a.measures.latency_s for a in ordered if a.status != "error"]
     costs = [a.measures.cost_usd for a in ordered]
     known_costs = [c for c in costs if c is not None]
     in_tokens = [a.measures.input_tokens for a in ordered if a.measures.input_tokens is not None]
     out_tokens = [a.measures.output_tokens for a in ordered if a.measures.output_tokens is not None]
     n = len(ordered)
     guardrails = {
-        "latency_mean_s": sum(latencies) / n if n else None,
+        "latency_mean_s": sum(latencies) / len(latencies) if latencies else None,
         "latency_p95_s": _p95(latencies),
         "input_tokens": sum(in_tokens) if in_tokens else None,
         "output_tokens": sum(out_tokens) if out_tokens else None,
