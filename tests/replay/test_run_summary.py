@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from replaygate.replay._run_summary import summarize_attempts
+from replaygate.replay._run_summary import summarize_attempts, summary_lines
 from replaygate.replay._runfile import Attempt, Measures, ScenarioEntry
 
 
@@ -24,5 +24,8 @@ def test_latency_figures_are_those_of_the_scored_attempts_with_the_gates_percent
     assert guardrails["latency_p95_s"] == pytest.approx(1.45)  # between 0.9 and 2.0, not either rank
     assert guardrails["latency_mean_s"] == pytest.approx(sum(latencies) / len(latencies))
     assert guardrails["error_rate"] == pytest.approx(1 / 12)
-    only_errors = summarize_attempts([attempt(0, "error", 5.0)], [entry])["guardrails"]
-    assert only_errors["latency_p95_s"] is None and only_errors["latency_mean_s"] is None
+    only_errors = summarize_attempts([attempt(0, "error", 5.0)], [entry])
+    assert only_errors["guardrails"]["latency_p95_s"] is None
+    assert only_errors["guardrails"]["latency_mean_s"] is None
+    text = "\n".join(summary_lines(only_errors))
+    assert "latency mean n/a p95 n/a;" in text and "s#0: timed out after 5s" in text

@@ -40,7 +40,7 @@ from replaygate.replay._fingerprint import judge_identity
 from replaygate.replay._journal import journal_path, read_journal_fingerprint
 from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
 from replaygate.replay._merge import merge_runs
-from replaygate.replay._run_summary import summary_headline, summary_lines
+from replaygate.replay._run_summary import error_lines, summary_headline, summary_lines
 from replaygate.replay._runfile import RunFile, load_run, save_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import load_scenarios
@@ -298,7 +298,10 @@ def run_cmd(
 def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
     """Print a run's summary (errors first); exit 1 when any attempt errored."""
     summary = run.summary
-    lines = [summary_headline(summary)] if quiet else summary_lines(summary) + _retrieval_lines(run)
+    if quiet:  # the headline, and the errors: CI logs must say what broke
+        lines = [summary_headline(summary), *error_lines(summary)]
+    else:
+        lines = summary_lines(summary) + _retrieval_lines(run)
     for line in lines:
         click.echo(line)
     if not quiet:

@@ -13,7 +13,7 @@ from typing import Any
 from replaygate.replay._retrieval_metrics import retrieval_summary
 from replaygate.replay._runfile import Attempt, ScenarioEntry
 
-__all__ = ["summarize_attempts", "summary_headline", "summary_lines"]
+__all__ = ["error_lines", "summarize_attempts", "summary_headline", "summary_lines"]
 
 
 def _p95(values: list[float]) -> float | None:
@@ -117,15 +117,25 @@ def _fmt(value: Any, spec: str = ".3g") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def error_lines(summary: dict[str, Any], *, max_listed: int = 20) -> list[str]:
+    """The errored attempts, one line each (at most ``max_listed``); nothing when none errored."""
+    errs = summary["error_attempts"]
+    if not errs:
+        return []
+    lines = [f"ERRORS ({len(errs)}): these attempts did not produce a scored answer"]
+    lines += [f"  {e['scenario_id']}#{e['index']}: {e['error']}" for e in errs[:max_listed]]
+    if len(errs) > max_listed:
+        lines.append(f"  ... and {len(errs) - max_listed} more (see the run file)")
+    return lines
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}s"
+
+
 def summary_lines(summary: dict[str, Any], *, max_listed: int = 20) -> list[str]:
     """Render the summary as plain text lines (errors first, then fails, then per-scenario passes)."""
-    lines = [summary_headline(summary)]
-    errs = summary["error_attempts"]
-    if errs:
-        lines.append(f"ERRORS ({len(errs)}): these attempts did not produce a scored answer")
-        lines += [f"  {e['scenario_id']}#{e['index']}: {e['error']}" for e in errs[:max_listed]]
-        if len(errs) > max_listed:
-            lines.append(f"  ... and {len(errs) - max_listed} more (see the run file)")
+    lines = [summary_headline(summary), *error_lines(summary, max_listed=max_listed)]
     fails = summary["failing_attempts"]
     if fails:
         lines.append(f"FAILS ({len(fails)}):")
@@ -154,7 +164,7 @@ def summary_lines(summary: dict[str, Any], *, max_listed: int = 20) -> list[str]
         known = _fmt(g["cost_usd_known"], ".4f")
         cost = f"unknown for {g['cost_unknown_attempts']} attempts (known part {known})"
     lines.append(
-        f"guardrails: latency mean {_fmt(g['latency_mean_s'])}s p95 {_fmt(g['latency_p95_s'])}s; "
+        f"guardrails: latency mean {_seconds(g['latency_mean_s'])} p95 {_seconds(g['latency_p95_s'])}; "
         f"tokens in {_fmt(g['input_tokens'], 'd')} out {_fmt(g['output_tokens'], 'd')}; cost ${cost}; "
         f"escalation {_fmt(g['escalation_rate'], '.1%')}; empty {_fmt(g['empty_rate'], '.1%')}; "
         f"errors {_fmt(g['error_rate'], '.1%')}"
