@@ -260,9 +260,10 @@ class AttemptRunner:
             )
             if outcome.status not in ("pass", "fail", "error"):
                 raise ValueError(f"the scorer returned status {outcome.status!r}")
-            # Built without re-validation: the scorer returns the run file's own models (typed), and
-            # validating every nested result again is a measurable share of a fast target's attempt.
-            return Attempt.model_construct(
+            # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
+            # already of the right class are not validated again, so this costs no more than
+            # ``model_construct``.)
+            return Attempt(
                 status=outcome.status,
                 error=outcome.error,
                 answer=output.answer,
