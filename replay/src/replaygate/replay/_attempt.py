@@ -8,10 +8,11 @@ output was garbage, the spans could not be read, or scoring failed. Nothing is a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import time
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from replaygate.instrumentation._records import TraceSummary
@@ -53,13 +54,15 @@ def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
 
 @dataclass(eq=False)
 class Flight:
-    """An attempt whose target call is under way: its root span and when it started."""
+    """An attempt whose target call is under way: its root span, when it started, what to cancel."""
 
     scenario: Scenario
     index: int
     root: AttemptSpan
     started: str
     t0: float
+    pending: list[concurrent.futures.Future[Any]] = field(default_factory=list)
+    """Work the call runs elsewhere (an awaitable a sync target returned): cancelled with the call."""
 
 
 class BlockingCall(Protocol):
@@ -185,11 +188,17 @@ class AttemptRunner:
     ) -> Called:
         """What a finished call left: its root span as a record (in error when it failed), its spans."""
         root = flight.root
-        record = root.to_record()
-        if error is not None:
-            # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
-            record = dataclasses.replace(record, status="error", status_message=error)
-        spans = [record, *self.capture.collector.pop(root.trace_id)]
+        agent_spans = self.capture.collector.pop(root.trace_id)
+        try:
+            record = root.to_record()
+        except Exception as exc:  # never expected (values are made plain); an error, never a lost attempt
+            output, error = None, f"cannot read the attempt's root span: {type(exc).__name__}: {exc}"
+            spans = list(agent_spans)
+        else:
+            if error is not None:
+                # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
+                record = dataclasses.replace(record, status="error", status_message=error)
+            spans = [record, *agent_spans]
         return Called(
             flight.scenario, flight.index, output, error, spans, latency_s, root.trace_id, flight.started
         )

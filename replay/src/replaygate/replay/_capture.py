@@ -47,7 +47,19 @@ _PLAIN = frozenset((str, int, float, bool, type(None)))
 
 def _plain(attributes: Mapping[str, Any]) -> dict[str, Any]:
     # dict() first: a timed-out sync target may still be setting attributes from its thread.
-    return {k: v if type(v) in _PLAIN else jsonable(v) for k, v in dict(attributes).items()}
+    return {k: v if type(v) in _PLAIN else _plain_value(v) for k, v in dict(attributes).items()}
+
+
+def _plain_value(value: Any) -> Any:
+    """``jsonable(value)``, or a placeholder naming the type of a value that cannot be rendered.
+
+    What an agent sets on its span never breaks the attempt: a ``str`` that raises, a list that contains
+    itself (RecursionError) are recorded as ``<unrenderable TYPE>``.
+    """
+    try:
+        return jsonable(value)
+    except Exception:
+        return f"<unrenderable {type(value).__name__}>"
 
 
 def _new_id(bits: int) -> int:

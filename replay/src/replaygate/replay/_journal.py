@@ -178,6 +178,12 @@ class JournalWriter:
         self._needs_header = False
         self._header_unsynced = True
         self._fh.write(_line({"kind": "header", **header}))
+        self._fh.flush()  # in the OS now (a killed process keeps it); fsynced with the first group
+
+    @property
+    def needs_header(self) -> bool:
+        """Whether this journal was made with ``HEADER_LATER`` and has no header yet."""
+        return self._needs_header
 
     def append(self, attempt: Attempt) -> None:
         """Queue one finished attempt (returns at once; durable after the next group fsync)."""

@@ -299,6 +299,26 @@ async def run_suite_async(
             called = await attempts.call(scenario, index)
             group.create_task(finish(called))
 
+    def write_header() -> None:
+        nonlocal fingerprint, entries
+        fingerprint, entries = describe()
+        writer.write_header(
+            {
+                "run_id": run_id,
+                "fingerprint": fingerprint.model_dump(mode="json"),
+                "scenarios": [e.model_dump(mode="json") for e in entries],
+                "shard": shard_text,
+                "policy": dict(policy) if policy is not None else None,
+            }
+        )
+
+    def score_later(group: asyncio.TaskGroup, called: Called) -> None:
+        coro = finish(called)
+        try:
+            group.create_task(coro)
+        except RuntimeError:  # the group is shutting down (interrupted or failed): --resume runs it again
+            coro.close()
+
     failed_artifacts: set[tuple[str, int]] = set()
     try:
         async with asyncio.TaskGroup() as group:
@@ -309,7 +329,7 @@ async def run_suite_async(
                     blocking,
                     todo,
                     concurrency=concurrency,
-                    on_called=lambda called: group.create_task(finish(called)),
+                    on_called=lambda called: score_later(group, called),
                 )
                 group.create_task(threaded.run())
             else:
@@ -320,20 +340,16 @@ async def run_suite_async(
                 # run. No attempt is journaled before: finished attempts reach the journal on a later turn
                 # of the event loop than this one.
                 await asyncio.sleep(0)
-                fingerprint, entries = describe()
-                writer.write_header(
-                    {
-                        "run_id": run_id,
-                        "fingerprint": fingerprint.model_dump(mode="json"),
-                        "scenarios": [e.model_dump(mode="json") for e in entries],
-                        "shard": shard_text,
-                        "policy": dict(policy) if policy is not None else None,
-                    }
-                )
+                write_header()
     except BaseExceptionGroup as failed:  # a worker failed (journal unwritable, or a bug): say what
         raise failed.exceptions[0] from None
     finally:
         try:
+            if writer.needs_header:  # stopped before the header was written: write it, --resume needs it
+                try:
+                    write_header()
+                except Exception:  # the fingerprint itself failed: that error is the one to report
+                    finished_now.clear()
             hand_over()
             if artifact_writer is not None:
                 artifact_writer.stop()  # finishes in the background while the journal syncs

@@ -8,6 +8,7 @@ and optional ``messages`` (a list). Anything else is garbage and makes the attem
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import importlib
 import inspect
@@ -154,17 +155,23 @@ class CallableTarget:
         *,
         session_id: str,
         loop: asyncio.AbstractEventLoop | None = None,
+        on_awaitable: Callable[[concurrent.futures.Future[Any]], None] | None = None,
     ) -> TargetOutput:
         """Call a sync callable in the calling thread (the runner's thread for this slot of concurrency).
 
         A sync callable that returns an awaitable (an object with an ``async def __call__``, a lambda
-        around a coroutine function) has it run on ``loop``, in this thread's context, and waits for it.
+        around a coroutine function) has it run on ``loop``, in this thread's context, and waits for it;
+        ``on_awaitable`` receives the future first, so the runner can cancel it (a timeout, the end of the
+        run).
         """
         result = self.fn(*self._args(turns, context, config))
         if inspect.isawaitable(result):
             if loop is None:
                 raise TargetError(f"target {self.spec}: returned an awaitable where no event loop runs")
-            result = asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+            future = asyncio.run_coroutine_threadsafe(_awaited(result), loop)
+            if on_awaitable is not None:
+                on_awaitable(future)
+            result = future.result()
         return parse_target_output(result)
 
     def use_threads(self, n: int) -> None:

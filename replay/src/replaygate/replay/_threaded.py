@@ -19,7 +19,9 @@ Threads are daemons: one agent call that hangs forever never keeps ``replaygate 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
+import functools
 import threading
 import time
 from collections import deque
@@ -82,18 +84,22 @@ class ThreadedCalls:
             self._live = n
         if n == 0:
             return
-        for _ in range(n):
-            self._start_thread()
-        self._timers = [
-            loop.call_later(POLL_S, self._poll),
-            loop.call_later(self.attempts.timeout_s, self._check_deadlines),
-        ]
         try:
+            for _ in range(n):
+                self._start_thread()
+            self._timers = [
+                loop.call_later(POLL_S, self._poll),
+                loop.call_later(self.attempts.timeout_s, self._check_deadlines),
+            ]
             await self._done
         finally:
-            self._stopping = True
+            with self._lock:
+                self._stopping = True
+                running = list(self._flights)
             for timer in self._timers:
                 timer.cancel()
+            for flight in running:  # what the unfinished calls started elsewhere ends with the run
+                _cancel(flight)
 
     def fail(self, exc: BaseException) -> None:
         """Stop taking attempts and make :meth:`run` raise ``exc`` (call on the event loop)."""
@@ -124,28 +130,33 @@ class ThreadedCalls:
     def _serve(self) -> bool:
         """Take and call attempts until none is left; False when this thread's slot was given away."""
         todo, attempts, lock, ready, base = self.todo, self.attempts, self._lock, self._ready, self._base
-        call = self._call
         returned: Returned | None = None
-        while not self._stopping:
+        while True:
             with lock:
                 if returned is not None:
                     if self._flights.pop(returned[0], False) is False:
                         return False  # timed out: the watchdog reported it and gave this slot to a new thread
-                    ready.append(returned)
+                    if not self._stopping:  # once stopped, nobody collects it
+                        ready.append(returned)
                     returned = None
-                if not todo:
-                    break
+                if self._stopping or not todo:
+                    return True
                 scenario, index = todo.popleft()
                 flight = attempts.begin(scenario, index)
                 self._flights[flight] = None
-            returned = base.copy().run(attempts.call_blocking, flight, call)
-        if returned is not None:  # stopping: the run ended meanwhile, nobody collects it
-            with lock:
-                self._flights.pop(returned[0], None)
-        return True
+            returned = base.copy().run(attempts.call_blocking, flight, functools.partial(self._call, flight))
 
-    def _call(self, turns: Any, context: Any, config: Any, *, session_id: str) -> TargetOutput:
-        return self.call(turns, context, config, session_id=session_id, loop=self._loop)
+    def _call(
+        self, flight: Flight, turns: Any, context: Any, config: Any, *, session_id: str
+    ) -> TargetOutput:
+        def track(future: concurrent.futures.Future[Any]) -> None:
+            with self._lock:
+                if flight in self._flights:
+                    flight.pending.append(future)
+                    return
+            future.cancel()  # the call was given up (timed out, or the run ended) meanwhile
+
+        return self.call(turns, context, config, session_id=session_id, loop=self._loop, on_awaitable=track)
 
     def _collect(self) -> None:
         """Hand the finished calls to ``on_called``; end :meth:`run` when every thread is done."""
@@ -160,33 +171,47 @@ class ThreadedCalls:
             self._done.set_result(None)
 
     def _poll(self) -> None:
-        self._collect()
-        if self._done is not None and not self._done.done():
-            assert self._loop is not None
-            self._timers[0] = self._loop.call_later(POLL_S, self._poll)
+        try:
+            self._collect()
+        except BaseException as exc:  # noqa: BLE001 - a bug: the run fails with it, it never hangs or drops
+            self.fail(exc)
+        finally:
+            if self._done is not None and not self._done.done():
+                assert self._loop is not None
+                self._timers[0] = self._loop.call_later(POLL_S, self._poll)
 
     def _check_deadlines(self) -> None:
         """Report calls past their deadline as timed out and give their slots to new threads."""
         timeout = self.attempts.timeout_s
         now = time.perf_counter()
-        expired: list[Flight] = []
-        with self._lock:
-            for flight in self._flights:
-                if flight.t0 + timeout > now:
-                    break
-                expired.append(flight)
+        oldest: Flight | None = None
+        try:
+            expired: list[Flight] = []
+            with self._lock:
+                for flight in self._flights:
+                    if flight.t0 + timeout > now:
+                        break
+                    expired.append(flight)
+                for flight in expired:
+                    del self._flights[flight]
+                replace = min(len(expired), len(self.todo)) if not self._stopping else 0
+                self._live -= len(expired) - replace
+                oldest = next(iter(self._flights), None)
             for flight in expired:
-                del self._flights[flight]
-            replace = min(len(expired), len(self.todo)) if not self._stopping else 0
-            self._live -= len(expired) - replace
-            oldest = next(iter(self._flights), None)
-        for _ in range(replace):
-            self._start_thread()
-        for flight in expired:
-            self.on_called(self.attempts.expire(flight))
-        self._collect()  # also ends the run when the expired calls were the last ones
-        if self._done is None or self._done.done():
-            return
-        delay = timeout if oldest is None else max(0.0, oldest.t0 + timeout - now)
-        assert self._loop is not None
-        self._timers[1] = self._loop.call_later(delay, self._check_deadlines)
+                _cancel(flight)
+                self.on_called(self.attempts.expire(flight))
+            for _ in range(replace):
+                self._start_thread()  # a thread that cannot start fails the run (below)
+            self._collect()  # also ends the run when the expired calls were the last ones
+        except BaseException as exc:  # noqa: BLE001 - a bug or no threads left: fail the run, never hang
+            self.fail(exc)
+        finally:
+            if self._done is not None and not self._done.done():
+                delay = timeout if oldest is None else max(0.0, oldest.t0 + timeout - now)
+                assert self._loop is not None
+                self._timers[1] = self._loop.call_later(delay, self._check_deadlines)
+
+
+def _cancel(flight: Flight) -> None:
+    for future in flight.pending:
+        future.cancel()
