@@ -157,25 +157,37 @@ def test_an_awaitable_from_a_sync_target_is_cancelled_with_its_attempt_and_with_
 def test_a_run_cancelled_while_calls_run_is_quiet_and_resumable(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    calls = 0
+    lock = threading.Lock()
+    busy = threading.Event()
+
     def target(turns: list[str], context: dict[str, Any]) -> str:
+        nonlocal calls
+        with lock:
+            calls += 1
+            if calls == 40:
+                busy.set()
         time.sleep(0.01)
         return "good"
 
     scenarios = [scenario(f"s{i:02d}", repeats=4) for i in range(30)]
     out = tmp_path / "run.json"
 
-    async def cancel_after(delay: float) -> None:
+    async def cancel(when: threading.Event | None) -> None:
         task = asyncio.create_task(run_suite_async(scenarios, target, {}, out_path=out, concurrency=8, **KW))
-        await asyncio.sleep(delay)
+        await asyncio.sleep(0)  # the run has started its calls, not yet written its journal header
+        if when is not None:
+            assert await asyncio.to_thread(when.wait, 30)
+            await asyncio.sleep(0.02)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     with caplog.at_level("ERROR", logger="asyncio"):
-        asyncio.run(cancel_after(0.0))  # before the journal's header was written
+        asyncio.run(cancel(None))  # before the journal's header was written
         header_only = read_journal(journal_path(out))
         assert header_only.header["run_id"] and header_only.attempts == []
-        asyncio.run(cancel_after(0.1))  # in the middle of the run
+        asyncio.run(cancel(busy))  # in the middle of the run, after 40 calls started
     assert not [r for r in caplog.records if "Exception in callback" in r.getMessage()]
     journaled = read_journal(journal_path(out)).attempts
     assert 0 < len(journaled) < 120

@@ -188,17 +188,11 @@ class AttemptRunner:
     ) -> Called:
         """What a finished call left: its root span as a record (in error when it failed), its spans."""
         root = flight.root
-        agent_spans = self.capture.collector.pop(root.trace_id)
-        try:
-            record = root.to_record()
-        except Exception as exc:  # never expected (values are made plain); an error, never a lost attempt
-            output, error = None, f"cannot read the attempt's root span: {type(exc).__name__}: {exc}"
-            spans = list(agent_spans)
-        else:
-            if error is not None:
-                # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
-                record = dataclasses.replace(record, status="error", status_message=error)
-            spans = [record, *agent_spans]
+        record = root.to_record()  # values the agent set are made plain (never raises on them)
+        if error is not None:
+            # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
+            record = dataclasses.replace(record, status="error", status_message=error)
+        spans = [record, *self.capture.collector.pop(root.trace_id)]
         return Called(
             flight.scenario, flight.index, output, error, spans, latency_s, root.trace_id, flight.started
         )

@@ -43,7 +43,7 @@ from replaygate.replay._scenario_io import suite_hash_of
 from replaygate.replay._scoring import score_attempt
 from replaygate.replay._selection import counts_in_gate
 from replaygate.replay._shard import format_shard, in_shard, parse_shard
-from replaygate.replay._target import Target, load_target
+from replaygate.replay._target import CallableTarget, Target, load_target
 from replaygate.replay._threaded import ThreadedCalls
 
 __all__ = ["RESUME_FIELDS", "Scorer", "run_suite", "run_suite_async"]
@@ -239,7 +239,7 @@ async def run_suite_async(
     total = sum(per_k.values())
     report = make_progress(progress, total=total, already=done)
     use_threads = getattr(the_target, "use_threads", None)
-    if callable(use_threads):
+    if callable(use_threads):  # an HTTP target sizes its connection pool
         use_threads(concurrency)
     artifact_writer = (
         ArtifactWriter(artifacts_path(out.parent, run_id), keep=finished if resume else None)
@@ -322,11 +322,10 @@ async def run_suite_async(
     failed_artifacts: set[tuple[str, int]] = set()
     try:
         async with asyncio.TaskGroup() as group:
-            blocking = getattr(the_target, "call_blocking", None)
-            if getattr(the_target, "blocking", False) is True and callable(blocking):
+            if isinstance(the_target, CallableTarget) and not the_target.is_async:
                 threaded = ThreadedCalls(
                     attempts,
-                    blocking,
+                    the_target.call_blocking,
                     todo,
                     concurrency=concurrency,
                     on_called=lambda called: score_later(group, called),

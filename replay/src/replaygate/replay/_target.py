@@ -104,8 +104,8 @@ class CallableTarget:
 
     The replay runner calls a sync callable from its own threads (:meth:`call_blocking`, one daemon
     thread per slot of concurrency: see ``replaygate.replay._threaded``); :meth:`call` runs it in a pool
-    of daemon threads. Either way the caller's context is copied, so the agent's spans join the attempt's
-    trace.
+    of eight daemon threads. Either way the caller's context is copied, so the agent's spans join the
+    attempt's trace.
     """
 
     def __init__(self, fn: Callable[..., Any], spec: str) -> None:
@@ -142,11 +142,6 @@ class CallableTarget:
                 result = await result
         return parse_target_output(result)
 
-    @property
-    def blocking(self) -> bool:
-        """Whether the runner calls this target from its own threads (:meth:`call_blocking`)."""
-        return not self.is_async
-
     def call_blocking(
         self,
         turns: Sequence[str],
@@ -173,12 +168,6 @@ class CallableTarget:
                 on_awaitable(future)
             result = future.result()
         return parse_target_output(result)
-
-    def use_threads(self, n: int) -> None:
-        """Size the thread pool that runs a sync callable (the runner passes its concurrency)."""
-        if self.pool is not None:
-            self.pool.shutdown()
-        self.pool = DaemonThreadPool(max(1, n))
 
     async def aclose(self) -> None:
         if self.pool is not None:
