@@ -74,16 +74,6 @@ def _tokens(reported: int | None, per_call: list[int | None]) -> int | None:
 
 def compute_measures(summary: TraceSummary, *, answer: str | None, latency_s: float) -> Measures:
     """Measure one attempt from its trace summary, its final answer and its wall-clock latency."""
-    if not summary.llm_calls:  # no LLM call: nothing was priced, and the tokens are what the trace says
-        return Measures(
-            latency_s=latency_s,
-            input_tokens=summary.input_tokens,
-            output_tokens=summary.output_tokens,
-            cost_usd=0.0,
-            escalated=is_escalated(summary),
-            empty=is_empty_answer(answer),
-            steps=len(summary.tool_calls),
-        )
     return Measures(
         latency_s=latency_s,
         input_tokens=_tokens(summary.input_tokens, [c.input_tokens for c in summary.llm_calls]),
