@@ -86,6 +86,16 @@ canary state (see ``replaygate.instrumentation._routing``; env ``REPLAYGATE_CANA
 
 For the replay engine: ``SpanCollector`` is a span processor keeping finished spans per trace
 (``pop(trace_id)``) as ``SpanRecord``; ``summarize_spans`` turns them into a ``TraceSummary``.
+
+Spans of any producer: ``normalize_span(span)`` reads one finished span — an SDK ``ReadableSpan``, a
+``SpanRecord``, or a plain attribute mapping with its name, ids, times and status (spans decoded from OTLP
+or read from another tool's API; ``span_record(...)`` builds the record from such fields) — in any of the
+dialects teams already emit: the OpenTelemetry GenAI conventions (current and deprecated names),
+OpenInference and OpenLLMetry. It returns a ``NormalizedSpan``: the record, its kind and the facts of that
+kind (``AgentRun``, ``LlmCall``, ``ToolCall``, ``Retrieval``, the error). The store, replay capture, the run
+summary and ``replaygate trace`` all read spans through it; ``is_content_attribute(name)`` says which
+attributes carry text (hashed when capture is off). Read other producers' spans through these, never by
+attribute name.
 """
 
 from replaygate.instrumentation._agent import (
@@ -100,6 +110,15 @@ from replaygate.instrumentation._configure import configure, health, shutdown
 from replaygate.instrumentation._context import run_in_context, wrap_for_executor
 from replaygate.instrumentation._errors import InstrumentationError, ReplaygateError, StoreError
 from replaygate.instrumentation._feedback import record_feedback
+from replaygate.instrumentation._normalize import (
+    AgentRun,
+    NormalizedSpan,
+    Retrieval,
+    is_content_attribute,
+    normalize_span,
+    span_record,
+    span_to_record,
+)
 from replaygate.instrumentation._records import (
     FAILURE_REASONS,
     Chunk,
@@ -113,16 +132,19 @@ from replaygate.instrumentation._routing import RoutingClient, Variant, choose_v
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
-from replaygate.instrumentation._summary import span_to_record, summarize_spans
+from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
 from replaygate.instrumentation.version import __version__
 
 __all__ = [
     "FAILURE_REASONS",
+    "AgentRun",
     "Chunk",
     "InstrumentationError",
     "LlmCall",
+    "NormalizedSpan",
     "ReplaygateError",
+    "Retrieval",
     "RoutingClient",
     "SpanCollector",
     "SpanRecord",
@@ -140,15 +162,18 @@ __all__ = [
     "configure_routing",
     "current_trace_id",
     "health",
+    "is_content_attribute",
     "llm_call",
     "mark_clarification",
     "mark_escalation",
     "mark_failure",
+    "normalize_span",
     "record_feedback",
     "record_retrieval",
     "retrieval",
     "run_in_context",
     "shutdown",
+    "span_record",
     "span_to_record",
     "summarize_spans",
     "tool_call",
