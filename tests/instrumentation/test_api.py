@@ -50,6 +50,9 @@ EXPECTED = {
     "AgentRun",
     "Retrieval",
     "is_content_attribute",
+    "capture",
+    "CaptureResult",
+    "watch",
 }
 
 

@@ -84,6 +84,12 @@ candidate) to serve and records it on the agent span; ``RoutingClient`` / ``conf
 canary state (see ``replaygate.instrumentation._routing``; env ``REPLAYGATE_CANARY_SOURCE``,
 ``REPLAYGATE_CANARY_REFRESH_S``).
 
+Capture by trace: ``with capture() as cap:`` runs the block in a trace of its own and keeps that trace's
+spans (``cap.spans``, ``cap.summary``) from every provider replaygate watches (the global one and those
+given to ``configure``; ``watch(provider)`` adds another), whichever library made them. Captures running
+at once each get their own spans; production export keeps running, and captured traces stay out of it.
+This is how ``replaygate run`` captures each attempt.
+
 For the replay engine: ``SpanCollector`` is a span processor keeping finished spans per trace
 (``pop(trace_id)``) as ``SpanRecord``; ``summarize_spans`` turns them into a ``TraceSummary``.
 
@@ -134,11 +140,13 @@ from replaygate.instrumentation._spans import llm_call, record_retrieval, retrie
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
+from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch
 from replaygate.instrumentation.version import __version__
 
 __all__ = [
     "FAILURE_REASONS",
     "AgentRun",
+    "CaptureResult",
     "Chunk",
     "InstrumentationError",
     "LlmCall",
@@ -157,6 +165,7 @@ __all__ = [
     "Variant",
     "__version__",
     "annotate_agent",
+    "capture",
     "choose_variant",
     "configure",
     "configure_routing",
@@ -181,5 +190,6 @@ __all__ = [
     "trace_llm",
     "trace_retriever",
     "trace_tool",
+    "watch",
     "wrap_for_executor",
 ]
