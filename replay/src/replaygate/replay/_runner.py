@@ -37,7 +37,7 @@ from replaygate.replay._judges import create_judges
 from replaygate.replay._measures import load_prices
 from replaygate.replay._progress import ProgressCallback, make_progress
 from replaygate.replay._run_summary import summarize_attempts
-from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, save_run
+from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, digest_of, save_run
 from replaygate.replay._scenario import Scenario, scenario_content_hash
 from replaygate.replay._scenario_io import suite_hash_of
 from replaygate.replay._scoring import score_attempt
@@ -376,7 +376,8 @@ async def run_suite_async(
         policy=dict(policy) if policy is not None else None,
         summary=summarize_attempts(results, entries, run_id=run_id),
     )
-    save_run(run, out, serialized=writer.serialized)
+    run = run.model_copy(update={"attempts_digest": digest_of(run, writer.digests)})
+    save_run(run, out, serialized=writer.serialized, trust_digest=True)
     return run
 
 
