@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from replaygate.gate._comparison_model import Comparison
+from replaygate.gate._integrity import RunDigest
 
 __all__ = ["REPORT_FORMAT_VERSION", "RULE_TITLES", "Finding", "GateOutcome", "GateReport", "Rule"]
 
@@ -56,6 +57,7 @@ class GateReport(BaseModel):
     policy_hash: str
     policy_notes: list[str] = Field(default_factory=list)
     comparison: Comparison
+    run_digests: dict[str, RunDigest] = Field(default_factory=dict)  # by run label: run file and journal
 
     @property
     def rule1_fired(self) -> bool:
