@@ -73,7 +73,7 @@ def verify_run(run: RunFile, label: str, path: str | os.PathLike[str] | None = N
     where = f"the {label} run {run.run_id}" + (f" ({path})" if path is not None else "")
 
     def refuse(what: str) -> RunIntegrityError:
-        return RunIntegrityError(f"{where}: {what}; the gate refuses a run that is not its own plan")
+        return RunIntegrityError(f"{where} is refused: {what}")
 
     ids = Counter(e.id for e in run.scenarios)
     twice = sorted(i for i, n in ids.items() if n > 1)
