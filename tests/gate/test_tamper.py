@@ -24,17 +24,28 @@ from replaygate.replay._runfile import digest_of, load_run
 from replaygate.replay._scenario_io import suite_hash_of
 
 from replaygate.gate import GateError, gate_runs, load_policy
-from tests.gate.test_worked_example import POLICY, replay
+from tests.gate.test_worked_example import POLICY
 
 Edit = Callable[[dict[str, Any]], None]
 MUST = "refund-over-limit-001"
 
 
+_REPLAY = """
+import sys
+from pathlib import Path
+from tests.gate.test_worked_example import replay
+replay(Path(sys.argv[1]), "production", "production")
+replay(Path(sys.argv[1]), "candidate", "candidate")
+"""
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    # In a process of their own: the example agent's replays in one process depend on what ran before
+    # (a second candidate replay there passes all five refund attempts), and the worked example's too.
     tmp = tmp_path_factory.mktemp("tamper")
-    replay(tmp, "production", "production")
-    replay(tmp, "candidate", "candidate")
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", _REPLAY, str(tmp)], cwd=root, check=True, timeout=300)
     return {"baseline": tmp / "production.json", "candidate": tmp / "candidate.json"}
 
 
