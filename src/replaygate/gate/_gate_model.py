@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,7 +11,7 @@ from replaygate.gate._integrity import RunDigest
 
 __all__ = ["REPORT_FORMAT_VERSION", "RULE_TITLES", "Finding", "GateOutcome", "GateReport", "Rule"]
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION: Final = 1
 
 GateOutcome = Literal["pass", "needs-sign-off", "block"]
 Rule = Literal["data", "errors", "rule-1", "rule-2", "rule-3", "rule-4"]
@@ -44,7 +44,7 @@ class GateReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: int = REPORT_FORMAT_VERSION
+    format_version: Literal[1] = REPORT_FORMAT_VERSION
     report_id: str
     created_at: str
     outcome: GateOutcome

@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from replaygate.replay._bounded import (
@@ -44,7 +44,7 @@ __all__ = [
     "write_atomic",
 ]
 
-RUN_FORMAT_VERSION = 1
+RUN_FORMAT_VERSION: Final = 1
 
 AttemptStatus = Literal["pass", "fail", "error"]
 
@@ -150,7 +150,7 @@ class Attempt(_Model):
 class RunFile(_Model):
     """A whole run: its fingerprint, the scenarios as they were, and every attempt."""
 
-    format_version: int = RUN_FORMAT_VERSION
+    format_version: Literal[1] = RUN_FORMAT_VERSION
     run_id: str
     fingerprint: Fingerprint
     scenarios: list[ScenarioEntry]

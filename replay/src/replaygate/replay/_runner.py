@@ -25,6 +25,7 @@ from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
+from replaygate.replay._filelock import exclusive_lock
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
 from replaygate.replay._journal import (
     HEADER_LATER,
@@ -406,6 +407,7 @@ def run_suite(
     Raises:
         ReplayError: bad arguments or a journal that cannot be resumed; also when called from a running
             event loop (await :func:`run_suite_async` there instead).
+        LockBusyError: another run is writing the same ``out_path`` (``<out>.lock`` is held).
     """
     try:
         asyncio.get_running_loop()
@@ -439,8 +441,10 @@ def run_suite(
         )
         box.append(run)
 
-    with _old_objects_frozen():
-        asyncio.run(main())
+    out = Path(out_path)  # the run file and its journal are ours while we write them
+    with exclusive_lock(out.with_name(out.name + ".lock"), wait_s=0, what=f"the run file {out}"):
+        with _old_objects_frozen():
+            asyncio.run(main())
     return box[0]
 
 
