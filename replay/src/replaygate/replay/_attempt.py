@@ -22,6 +22,7 @@ from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._measures import compute_measures
+from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import Target, TargetOutput
@@ -255,14 +256,16 @@ class AttemptRunner:
                 **common,
             )
         try:
-            outcome = await self.scorer(
-                scenario,
-                answer=output.answer,
-                label=output.label,
-                summary=summary,
-                latency_s=latency_s,
-                judges=self.judges,
-            )
+            # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
+            with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):
+                outcome = await self.scorer(
+                    scenario,
+                    answer=output.answer,
+                    label=output.label,
+                    summary=summary,
+                    latency_s=latency_s,
+                    judges=self.judges,
+                )
             if outcome.status not in ("pass", "fail", "error"):
                 raise ValueError(f"the scorer returned status {outcome.status!r}")
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
