@@ -29,6 +29,7 @@ GATE = {
     "ScenarioComparison",
     "SideStats",
     "SignedDecision",
+    "SimulatedSuite",
     "Tolerance",
     "check_comparable",
     "check_policy_against_runs",
@@ -38,12 +39,15 @@ GATE = {
     "drift_pair",
     "evaluate_gate",
     "gate_runs",
+    "heterogeneous_suite",
     "is_wider",
     "load_policy",
     "load_runs_dir",
     "policy_from_mapping",
     "policy_hash",
     "resolve_store_url",
+    "simulate_gate",
+    "synthetic_run",
     "unread_scenarios",
 }
 REPORT = {

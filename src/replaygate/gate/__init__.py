@@ -17,9 +17,14 @@ Rules: (1) a newly failing must-pass scenario blocks and cannot be signed away; 
 tolerance that is significant and above the noise floor blocks unless signed; (3) an improvement does not
 count if a guardrail worsens beyond tolerance; (4) every newly failing scenario is read before signing.
 Errors block unless the policy's error budget allows them. A policy wider than the one recorded in the run
-is refused.
+is refused. "Newly failing" means passed before, fails now, beyond noise; "worse, not confirmed" and
+"flaky" scenarios are listed in the report and ask for no signature by themselves.
+
+Calibration: ``simulate_gate(heterogeneous_suite(30, k=5, rng=rng), policy, rng)`` draws two baseline runs
+and a candidate of a simulated suite and gates them with these same rules (``bench/gate_calibration.py``).
 """
 
+from replaygate.gate._calibration import SimulatedSuite, heterogeneous_suite, simulate_gate, synthetic_run
 from replaygate.gate._compare import check_comparable, compare_runs
 from replaygate.gate._comparison_model import (
     COMPARISON_FORMAT_VERSION,
@@ -78,6 +83,7 @@ __all__ = [
     "ScenarioComparison",
     "SideStats",
     "SignedDecision",
+    "SimulatedSuite",
     "Tolerance",
     "check_comparable",
     "check_policy_against_runs",
@@ -87,11 +93,14 @@ __all__ = [
     "drift_pair",
     "evaluate_gate",
     "gate_runs",
+    "heterogeneous_suite",
     "is_wider",
     "load_policy",
     "load_runs_dir",
     "policy_from_mapping",
     "policy_hash",
     "resolve_store_url",
+    "simulate_gate",
+    "synthetic_run",
     "unread_scenarios",
 ]

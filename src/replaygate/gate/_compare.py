@@ -147,6 +147,7 @@ def _rate_group(
     noise: dict[str, Counts] | None,
     policy: Policy,
     family: int = 1,
+    known_noise: float | None = None,
 ) -> RateComparison:
     """Test one group; ``family`` is how many groups share the Holm adjustment (for its detectable drop)."""
     if not ids:
@@ -165,7 +166,7 @@ def _rate_group(
     res = paired_permutation_test(
         b, h, n_resamples=policy.n_resamples, seed=policy.seed, confidence=policy.confidence
     )
-    magnitude = None
+    magnitude = known_noise
     if noise is not None:
         nids = [i for i in ids if i in noise]
         if nids:
@@ -173,7 +174,14 @@ def _rate_group(
                 [base[i] for i in nids], [noise[i] for i in nids], policy.confidence, policy.seed
             )
             magnitude = nf.magnitude
-    mdd = minimum_detectable_drop(b, alpha=policy.alpha / family, power=policy.power, seed=policy.seed)
+    tol = policy.tolerance.overall if name == "overall" else policy.tolerance.for_category(name)
+    detectable = minimum_detectable_drop(
+        b,
+        alpha=policy.alpha / family,
+        power=policy.power,
+        seed=policy.seed,
+        beyond=max(tol, magnitude or 0.0),
+    )
     return RateComparison(
         name=name,
         scenarios=len(ids),
@@ -186,7 +194,7 @@ def _rate_group(
         p_adjusted=res.p_value,
         exact=res.exact,
         noise_magnitude=magnitude,
-        minimum_detectable_drop=mdd,
+        detectable_drop=detectable,
     )
 
 
@@ -366,7 +374,6 @@ def compare_runs(
     h_counts = {s.id: (s.head.passed, s.head.scored) for s in counted}
     nc = n_counts if noise is not None else None
     # The overall noise floor is measured once: it is both the comparison's noise and the overall magnitude.
-    overall = _rate_group("overall", valid, b_counts, h_counts, None, policy)
     noise_info = None
     if noise is not None:
         nids = [i for i in valid if i in n_counts]
@@ -380,7 +387,8 @@ def compare_runs(
                 p_value=nf.p_value,
                 magnitude=nf.magnitude,
             )
-            overall = overall.model_copy(update={"noise_magnitude": nf.magnitude})
+    known = noise_info.magnitude if noise_info is not None else None
+    overall = _rate_group("overall", valid, b_counts, h_counts, None, policy, known_noise=known)
     cats = _categories(scenarios, valid)
     categories = _holm_rates(
         [_rate_group(n, ids, b_counts, h_counts, nc, policy, len(cats)) for n, ids in cats.items()]
@@ -396,7 +404,15 @@ def compare_runs(
         per_cat = [_graded_group(metric, n, ids, b_metrics, h_metrics, nm, policy) for n, ids in cats.items()]
         graded.extend(_holm_graded([g for g in per_cat if g is not None]))
 
-    mdd = overall.minimum_detectable_drop
+    # significance only: compared with the tolerance for "can't tell" (``overall.detectable_drop`` adds
+    # the tolerance and the noise floor, as rule 2 does)
+    mdd = (
+        minimum_detectable_drop(
+            [b_counts[i] for i in valid], alpha=policy.alpha, power=policy.power, seed=policy.seed
+        )
+        if valid
+        else None
+    )
     guardrails = compare_guardrails(b_counted, h_counted, conf)
     if noise is not None:
         n_counted = [a for s in scenarios if s.counts for a in n_att.get(s.id, [])]

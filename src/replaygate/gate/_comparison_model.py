@@ -94,7 +94,8 @@ class ScenarioComparison(_Model):
     fisher_p_adjusted: float | None = None
     # why it is newly failing: "pass^k", "confirmed" (Wilson pass -> Wilson fail) or "significant"
     evidence: str = ""
-    # smallest fall of this scenario's pass rate the per-scenario test flags with the policy's power
+    # smallest fall of this scenario's pass rate the per-scenario test flags with the policy's power,
+    # planned from (passed + 1/2) / (scored + 1) so that 5 of 5 is not taken for certain
     detectable_drop: float | None = None
     # the threshold cannot be confirmed at this k: what it needs (empty when it can, or for must-pass)
     cant_tell: str = ""
@@ -118,9 +119,10 @@ class RateComparison(_Model):
     p_adjusted: float | None = None  # Holm across categories (equals p_value for ``overall``)
     exact: bool = False
     noise_magnitude: float | None = None
-    # smallest drop of this group's pass rate its test detects (power, alpha; Holm's first step for a
-    # category); None when no drop is detectable
-    minimum_detectable_drop: float | None = None
+    # smallest drop of this group's pass rate that rule 2 blocks on with the policy's power: significant
+    # (alpha shared by the categories, Holm's first step), beyond the tolerance and the noise floor;
+    # None when no drop is
+    detectable_drop: float | None = None
 
 
 class GradedComparison(_Model):

@@ -9,7 +9,8 @@ without that evidence (``inconclusive`` -> ``fail`` at a k that cannot confirm t
 **worse, not confirmed**.
 
 With a second baseline run, a scenario is **flaky** when its two baseline runs disagree: their verdicts
-differ, or their counts differ beyond chance (two-sided Fisher exact, p < alpha).
+differ, or their counts differ beyond chance (two-sided Fisher exact, twice the smaller one-sided p,
+below alpha).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from replaygate.gate._comparison_model import Change, ScenarioComparison, SideSt
 from replaygate.gate._policy import Policy
 from replaygate.stats import (
     bh_adjust,
-    fisher_exact_per_scenario,
     fisher_worse_p,
     scenario_detectable_drop,
     threshold_note,
@@ -33,6 +33,11 @@ _RANK = {"fail": 0, "inconclusive": 1, "pass": 2}
 
 def _counts(side: SideStats) -> str:
     return f"{side.passed}/{side.scored}"
+
+
+def _rate_estimate(passed: int, scored: int) -> float:
+    """The pass rate to plan from: (passed + 1/2) / (scored + 1), so 5 of 5 is not taken for certain."""
+    return (passed + 0.5) / (scored + 1)
 
 
 def _change(s: ScenarioComparison, significant: bool, raw_worse: bool) -> tuple[Change, str]:
@@ -63,7 +68,8 @@ def classify_scenarios(
 
     Returns the scenarios (with ``fisher_p``, ``fisher_p_adjusted``, ``change``, ``evidence``,
     ``detectable_drop`` and ``cant_tell`` set), the size of the family the p-values are adjusted over,
-    and the smallest drop from a rate of 1 the test can flag at this k (None: none can be).
+    and the smallest drop the test can flag at this k from a scenario that passed every attempt (None:
+    none can be).
     """
     tested = [s for s in scenarios if s.base.scored and s.head.scored and not s.problems]
     raw = dict(
@@ -86,8 +92,9 @@ def classify_scenarios(
         significant = p_adj is not None and p_adj < policy.alpha
         change, evidence = _change(s, significant, p is not None and p < policy.alpha)
         drop = None
-        if p_adj is not None and s.base.rate is not None:
-            drop = scenario_detectable_drop(s.base.rate, s.required_attempts, m, policy.alpha, policy.power)
+        if p_adj is not None:
+            rate = _rate_estimate(s.base.passed, s.base.scored)
+            drop = scenario_detectable_drop(rate, s.required_attempts, m, policy.alpha, policy.power)
         note = "" if s.must_pass else threshold_note(s.threshold, s.required_attempts, policy.confidence)
         out.append(
             s.model_copy(
@@ -101,7 +108,9 @@ def classify_scenarios(
                 }
             )
         )
-    suite_drop = scenario_detectable_drop(1.0, k, m, policy.alpha, policy.power) if m and k else None
+    suite_drop = (
+        scenario_detectable_drop(_rate_estimate(k, k), k, m, policy.alpha, policy.power) if m and k else None
+    )
     return out, m, suite_drop
 
 
@@ -120,9 +129,13 @@ def mark_flaky(
     ]
     if not both:
         return list(scenarios), None
-    ps = fisher_exact_per_scenario(
-        [(s.base.passed, s.base.scored) for s, _ in both], [(b.passed, b.scored) for _, b in both]
-    )
+    first = [(s.base.passed, s.base.scored) for s, _ in both]
+    second_ = [(b.passed, b.scored) for _, b in both]
+    # two-sided: twice the smaller one-sided Fisher exact p
+    ps = [
+        min(1.0, 2 * min(a, b))
+        for a, b in zip(fisher_worse_p(first, second_), fisher_worse_p(second_, first), strict=True)
+    ]
     reasons: dict[str, str] = {}
     gaps: dict[str, float] = {}
     for (s, second), p in zip(both, ps, strict=True):
