@@ -1,4 +1,4 @@
-"""Benchmark: the whole gate's calibration, simulated the way a team sees it (``python bench/gate_calibration.py``).
+"""Benchmark: the whole gate's calibration, simulated the way a team sees it.
 
 Each simulated release draws a baseline run, a second baseline run and a candidate run of one suite from
 the same true per-scenario pass rates (no change) or with a planted regression, and gates them with the
@@ -13,12 +13,14 @@ real code (``compare_runs`` then ``evaluate_gate``) under ``examples/gate-policy
    scenarios among 100 (k=10). For the last two, the power sits next to the smallest drop the report
    says it can detect (median over the releases), and the same plant at that stated drop.
 
-Options: ``--sims N`` releases per cell (default 200), ``--seed N``.
+Run: ``python bench/gate_calibration.py [--sims N] [--seed N] [--skip-grid]`` (200 releases per cell
+by default).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -40,6 +42,7 @@ from replaygate.gate import (
 POLICY = Path(__file__).resolve().parents[1] / "examples" / "gate-policy.yaml"
 GRID = [(n, k) for n in (12, 30, 100) for k in (3, 5, 10)]
 SIGN_MAX, BLOCK_MAX = 0.10, 0.05
+print = functools.partial(print, flush=True)  # noqa: A001 (progress shows while it runs)
 
 
 def _shares(reports: list[GateReport]) -> dict[str, float]:
