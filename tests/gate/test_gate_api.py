@@ -25,6 +25,8 @@ GATE = {
     "PolicyWidenedError",
     "RateComparison",
     "Review",
+    "RunDigest",
+    "RunIntegrityError",
     "RunRef",
     "ScenarioComparison",
     "SideStats",
@@ -49,6 +51,7 @@ GATE = {
     "simulate_gate",
     "synthetic_run",
     "unread_scenarios",
+    "verify_run",
 }
 REPORT = {
     "FILE_NAMES",
