@@ -53,7 +53,7 @@ def test_planted_escalation_is_rolled_back(tmp_path: Path, decisions: object, se
     report, traces = _run(tmp_path, decisions, seed, 0.10)
     try:
         assert report.rolled_back, report  # type: ignore[attr-defined]
-        assert "escalation rate is worse" in (report.rollback_reason or "")  # type: ignore[attr-defined]
+        assert "escalation rate is confidently worse than the tolerance" in (report.rollback_reason or "")  # type: ignore[attr-defined]
         # the spans really went through the store, split by the variant choose_variant picked
         cand = traces.list_traces(limit=None, variant="candidate")
         base = traces.list_traces(limit=None, variant="baseline")
