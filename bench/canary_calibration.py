@@ -77,7 +77,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     started = time.perf_counter()
-    rows = [(name, arm, kind, PLAN) for name, arm, kind in CELLS]
+    rows: list[tuple[str, Arm, str | None, tuple[float, ...]]] = [(n, a, k, PLAN) for n, a, k in CELLS]
     rows.append(("equal", BASE, None, DEFAULT_PLAN))
     failed = False
     for name, arm, kind, plan in rows:

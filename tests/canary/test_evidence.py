@@ -1,4 +1,4 @@
-"""The canary's rule: tests against each tolerance, valid at every look; its words; a pinned calibration cell."""
+"""The canary rule: tests against each tolerance, valid at every look; its words; a pinned calibration."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ POLICY_TOLERANCES = {
 def arm(n: int, *, errors: int = 0, escalated: int = 0, latency: float = 0.8, seed: int = 0) -> ArmSummary:
     """An arm with exact counts and log-normal latencies (sigma 0.3) around ``latency``."""
     rng = np.random.default_rng(seed)
-    events = {"error_rate": errors, "empty_rate": 0, "escalation_rate": escalated, "negative_feedback_rate": 0}
+    events = {"error_rate": errors, "empty_rate": 0, "escalation_rate": escalated}
+    events["negative_feedback_rate"] = 0
     lat = sorted(rng.lognormal(math.log(latency), 0.3, n).tolist())
     return ArmSummary(n, events, lat, MeanSummary(n, 0.0002 * n, 0.0002**2 * n))
 
