@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from replaygate.gate import GateReport
 from replaygate.sources._records import ns_to_iso
+
+if TYPE_CHECKING:  # the gate and replay packages are heavy; only their types are needed here
+    from replaygate.gate import GateReport
 
 __all__ = ["gate_attributes", "gate_span_json", "gate_span_proto"]
 

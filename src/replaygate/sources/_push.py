@@ -19,14 +19,16 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from replaygate.replay import RunFile
-
-from replaygate.gate import GateReport
 from replaygate.sources._gate_trace import gate_span_json, gate_span_proto
 from replaygate.sources._langfuse import LangfuseScore, LangfuseSource
 from replaygate.sources._phoenix import Annotation, PhoenixSource
+
+if TYPE_CHECKING:  # the gate and replay packages are heavy; only their types are needed here
+    from replaygate.replay import RunFile
+
+    from replaygate.gate import GateReport
 
 __all__ = ["PushItem", "PushResult", "gate_trace_id", "push_report", "push_run", "run_items"]
 
