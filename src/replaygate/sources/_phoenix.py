@@ -323,6 +323,18 @@ class PhoenixSource:
             accepted += len(_data(reply, "inserted annotations"))
         return accepted
 
+    def existing_traces(self, trace_ids: Sequence[str]) -> set[str]:
+        """Which of these traces Phoenix has (annotations can only go on traces it has)."""
+        found: set[str] = set()
+        for start in range(0, len(trace_ids), _BATCH):
+            batch = list(trace_ids[start : start + _BATCH])
+            params = {"trace_id": batch, "parent_id": "null", "limit": 1000}
+            for item in self._paged(self._project_path("spans"), params, "spans"):
+                trace_id = (item.get("context") or {}).get("trace_id")
+                if isinstance(trace_id, str):
+                    found.add(trace_id)
+        return found
+
     def create_spans(self, spans: Sequence[Mapping[str, Any]]) -> int:
         """Create spans in the project (Phoenix's REST shape); returns how many Phoenix queued."""
         reply = self._http.post(self._project_path("spans"), {"data": list(spans)})

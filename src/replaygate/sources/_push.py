@@ -183,6 +183,15 @@ def _write(sink: LangfuseSource | PhoenixSource, items: Sequence[PushItem]) -> i
 def push_run(run: RunFile, sink: LangfuseSource | PhoenixSource) -> PushResult:
     """Write every attempt's status, judge scores and retrieval metrics onto its trace."""
     items, skipped = run_items(run)
+    if isinstance(sink, PhoenixSource):
+        there = sink.existing_traces(sorted({i.trace_id for i in items}))
+        missing = sorted({i.trace_id for i in items} - there)
+        if missing:
+            skipped.append(
+                f"{len(missing)} attempt traces are not in {sink.describe()} (export the run's spans there: "
+                "run with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set to Phoenix's /v1/traces)"
+            )
+        items = [i for i in items if i.trace_id in there]
     result = PushResult(sink=sink.describe(), skipped=skipped)
     result.items = _write(sink, items)
     result.traces = len({i.trace_id for i in items})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -23,6 +24,7 @@ __all__ = ["FEEDBACK_NAME", "langfuse_configured", "phoenix_configured", "send_l
 
 FEEDBACK_NAME = "user-feedback"
 _TIMEOUT_S = 5.0
+_TRACE_WAIT_S = (0.25, 0.5, 1.0, 1.5)  # a trace exported a moment ago may not be ingested yet
 
 
 def langfuse_configured() -> bool:
@@ -33,20 +35,29 @@ def phoenix_configured() -> bool:
     return bool(os.environ.get("PHOENIX_COLLECTOR_ENDPOINT"))
 
 
-def _post(what: str, url: str, body: Any, headers: dict[str, str]) -> None:
+def _post(what: str, url: str, body: Any, headers: dict[str, str], wait_for_trace: bool = False) -> None:
+    """POST JSON; with ``wait_for_trace`` a 404 (the trace not ingested yet) is retried for about 3 s."""
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode("utf-8"),
         headers={"Content-Type": "application/json", **headers},
         method="POST",
     )
-    try:
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:  # noqa: S310 - http(s) only
-            response.read(65536)
-    except urllib.error.HTTPError as exc:
-        raise InstrumentationError(f"{what} at {url} refused the feedback (HTTP {exc.code})") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise InstrumentationError(f"cannot send feedback to {what} at {url}: {exc}") from None
+    for delay in (*_TRACE_WAIT_S, None):
+        try:
+            with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:  # noqa: S310 - http(s) only
+                response.read(65536)
+            return
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404 and wait_for_trace and delay is not None:
+                time.sleep(delay)
+                continue
+            hint = " (the trace is not there: was it exported?)" if exc.code == 404 else ""
+            raise InstrumentationError(
+                f"{what} at {url} refused the feedback (HTTP {exc.code}){hint}"
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise InstrumentationError(f"cannot send feedback to {what} at {url}: {exc}") from None
 
 
 def _http_url(value: str, what: str) -> str:
@@ -95,4 +106,4 @@ def send_phoenix(trace_id: str, score: float, comment: str | None) -> None:
             }
         ]
     }
-    _post("Phoenix", f"{base}/v1/trace_annotations?sync=true", body, headers)
+    _post("Phoenix", f"{base}/v1/trace_annotations?sync=true", body, headers, wait_for_trace=True)
