@@ -74,7 +74,6 @@ def replay(out: Path, env: dict[str, str]) -> Path:
             "--repeats",
             "2",
             "--quiet",
-            "--no-artifacts",
             "--out",
             str(out),
         ],

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from replaygate.instrumentation import TraceStore
+from replaygate.replay import load_run
 
 from replaygate.cli._main import cli
 from replaygate.sources import PhoenixSource
@@ -84,20 +85,19 @@ def test_promote_from_phoenix_writes_the_scenario_the_store_writes(
     assert _scenario(paths["store"])["retrieval"]["relevant"]
 
 
-def test_push_a_replay_and_read_the_annotations_back(phoenix_url: str, exported_replay: Path) -> None:
-    result = invoke("push", str(exported_replay), "--to", "phoenix", "--url", phoenix_url, "--json")
+def test_push_a_replay_and_read_the_annotations_back(phoenix_url: str, replay_run: Path) -> None:
+    result = invoke("push", str(replay_run), "--to", "phoenix", "--url", phoenix_url, "--json")
     assert result.exit_code == 0, result.output
     pushed = json.loads(result.output)
     assert pushed["items"] > 0 and not pushed["skipped"], pushed
-    from replaygate.replay import load_run
-
-    run = load_run(exported_replay)
+    assert pushed["exported"] == len({a.trace_id for a in load_run(replay_run).attempts})
+    run = load_run(replay_run)
     with PhoenixSource(phoenix_url) as phoenix:
         annotations = phoenix.trace_annotations([a.trace_id or "" for a in run.attempts])
     status = {(a["trace_id"], a["result"]["label"]) for a in annotations if a["name"] == "replaygate.status"}
     assert status == {(a.trace_id, a.status) for a in run.attempts}
     again = json.loads(
-        invoke("push", str(exported_replay), "--to", "phoenix", "--url", phoenix_url, "--json").output
+        invoke("push", str(replay_run), "--to", "phoenix", "--url", phoenix_url, "--json").output
     )
     with PhoenixSource(phoenix_url) as phoenix:
         assert len(phoenix.trace_annotations([a.trace_id or "" for a in run.attempts])) == len(annotations)
@@ -109,15 +109,3 @@ def test_an_unreachable_phoenix_is_an_error_not_an_empty_inbox() -> None:
     assert result.exit_code == 3 and "cannot reach Phoenix" in result.output
     result = invoke("failures", "--source", "http://127.0.0.1:9")
     assert result.exit_code == 3 and "say which tool" in result.output
-
-
-@pytest.fixture(scope="session")
-def exported_replay(phoenix_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.sources.conftest import replay
-
-    return replay(
-        tmp_path_factory.mktemp("phoenix-replay") / "run.json",
-        {
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{phoenix_url}/v1/traces",
-        },
-    )

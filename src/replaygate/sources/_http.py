@@ -55,6 +55,21 @@ class JsonClient:
     def post(self, path: str, body: Any, params: Params | None = None) -> Any:
         return self.request("POST", path, params=params, body=body)
 
+    def post_bytes(self, path: str, content: bytes, content_type: str) -> None:
+        """POST raw bytes (an OTLP/protobuf export) and check the answer (retried on 429/5xx)."""
+        url = f"{self.base_url}{path}"
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._client.post(path, content=content, headers={"Content-Type": content_type})
+            except httpx.HTTPError as exc:
+                raise SourceError(f"cannot reach {self.what} at {url}: {exc}") from None
+            if response.status_code in _RETRY_STATUSES and attempt < self.retries:
+                time.sleep(_retry_delay(response, self.backoff_s * 2**attempt))
+                continue
+            if response.status_code >= 400:
+                raise SourceError(f"{self.what} at {url} refused the spans (HTTP {response.status_code})")
+            return
+
     def request(self, method: str, path: str, *, params: Params | None = None, body: Any = None) -> Any:
         """Send one request (retried on 429/5xx) and return its decoded JSON body."""
         query = _query(params or {})

@@ -335,6 +335,10 @@ class PhoenixSource:
                     found.add(trace_id)
         return found
 
+    def export_otlp(self, body: bytes) -> None:
+        """Send one OTLP/protobuf export request to Phoenix's collector endpoint (``/v1/traces``)."""
+        self._http.post_bytes("/v1/traces", body, "application/x-protobuf")
+
     def create_spans(self, spans: Sequence[Mapping[str, Any]]) -> int:
         """Create spans in the project (Phoenix's REST shape); returns how many Phoenix queued."""
         reply = self._http.post(self._project_path("spans"), {"data": list(spans)})

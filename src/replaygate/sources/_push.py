@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from replaygate.sources._gate_trace import gate_span_json, gate_span_proto
 from replaygate.sources._langfuse import LangfuseScore, LangfuseSource
+from replaygate.sources._otlp import export_request
 from replaygate.sources._phoenix import Annotation, PhoenixSource
 
 if TYPE_CHECKING:  # the gate and replay packages are heavy; only their types are needed here
@@ -56,9 +57,12 @@ class PushResult:
     traces: int = 0
     skipped: list[str] = field(default_factory=list)
     gate_trace: str | None = None
+    exported: int = 0  # attempt traces sent first (from the run's artifacts)
 
     def describe(self) -> str:
         text = f"pushed {self.items} results on {self.traces} traces to {self.sink}"
+        if self.exported:
+            text += f" (exported {self.exported} attempt traces first)"
         if self.gate_trace:
             text += f" (gate trace {self.gate_trace})"
         if self.skipped:
@@ -180,19 +184,67 @@ def _write(sink: LangfuseSource | PhoenixSource, items: Sequence[PushItem]) -> i
     )
 
 
-def push_run(run: RunFile, sink: LangfuseSource | PhoenixSource) -> PushResult:
-    """Write every attempt's status, judge scores and retrieval metrics onto its trace."""
+def _export_attempts(
+    run: RunFile,
+    sink: LangfuseSource | PhoenixSource,
+    spans: Mapping[str, Sequence[Mapping[str, Any]]],
+    hash_content: bool,
+) -> int:
+    """Send the attempts' own spans (from the run's artifacts) to the tool; returns how many traces."""
+    wanted = [t for t in dict.fromkeys(a.trace_id for a in run.attempts if a.trace_id) if spans.get(t or "")]
+    for start in range(0, len(wanted), 50):
+        batch = [record for trace_id in wanted[start : start + 50] for record in spans[trace_id or ""]]
+        body = export_request(
+            batch,
+            service_name="replaygate-replay",
+            resource={"replaygate.run_id": run.run_id},
+            scope="replaygate.replay",
+            hash_content=hash_content,
+        )
+        sink.export_otlp(body)
+    return len(wanted)
+
+
+def _await_traces(sink: PhoenixSource, trace_ids: Sequence[str], timeout_s: float = 30.0) -> set[str]:
+    """The traces Phoenix has, waiting a little for ones just exported (it inserts asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        there = sink.existing_traces(trace_ids)
+        if there >= set(trace_ids) or time.monotonic() > deadline:
+            return there
+        time.sleep(0.5)
+
+
+def push_run(
+    run: RunFile,
+    sink: LangfuseSource | PhoenixSource,
+    *,
+    spans: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    hash_content: bool = True,
+) -> PushResult:
+    """Write every attempt's status, judge scores and retrieval metrics onto its trace.
+
+    Args:
+        run: the run file.
+        sink: Langfuse or Phoenix.
+        spans: the attempts' spans by trace id (from the run's artifacts): exported first, so each
+            result sits on a trace the tool shows. Replay traces are never part of production export.
+        hash_content: replace content-bearing attributes of those spans by ``sha256:<hex>`` (the
+            default, as in OTLP export).
+    """
     items, skipped = run_items(run)
+    exported = _export_attempts(run, sink, spans, hash_content) if spans else 0
+    trace_ids = sorted({i.trace_id for i in items})
     if isinstance(sink, PhoenixSource):
-        there = sink.existing_traces(sorted({i.trace_id for i in items}))
-        missing = sorted({i.trace_id for i in items} - there)
+        there = _await_traces(sink, trace_ids) if exported else sink.existing_traces(trace_ids)
+        missing = sorted(set(trace_ids) - there)
         if missing:
             skipped.append(
-                f"{len(missing)} attempt traces are not in {sink.describe()} (export the run's spans there: "
-                "run with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set to Phoenix's /v1/traces)"
+                f"{len(missing)} attempt traces are not in {sink.describe()} (their spans come from the "
+                "run's artifacts: run without --no-artifacts, keep the artifacts beside the run file)"
             )
         items = [i for i in items if i.trace_id in there]
-    result = PushResult(sink=sink.describe(), skipped=skipped)
+    result = PushResult(sink=sink.describe(), skipped=skipped, exported=exported)
     result.items = _write(sink, items)
     result.traces = len({i.trace_id for i in items})
     return result

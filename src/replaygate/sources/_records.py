@@ -8,22 +8,21 @@ read by replaygate's one normalisation, never parsed here.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from replaygate.instrumentation import (
     FAILURE_REASONS,
     SpanRecord,
     TraceRecord,
-    span_to_record,
+    span_record,
     summarize_spans,
 )
 
 from replaygate.sources._errors import SourceError
+
+_HEX = frozenset("0123456789abcdef")
 
 __all__ = [
     "FeedbackItem",
@@ -33,8 +32,6 @@ __all__ = [
     "rebuild_span",
     "unique_prefix",
 ]
-
-_STATUS = {"OK": StatusCode.OK, "ERROR": StatusCode.ERROR}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,17 +70,6 @@ def ns_to_iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="microseconds")
 
 
-def _hex_id(value: str, width: int, what: str) -> int:
-    text = str(value).strip().lower().removeprefix("0x")
-    try:
-        number = int(text, 16)
-    except ValueError:
-        raise ValueError(f"{what} {value!r} is not hexadecimal") from None
-    if len(text) > width or number == 0:
-        raise ValueError(f"{what} {value!r} is not a {width}-digit OpenTelemetry id")
-    return number
-
-
 def rebuild_span(
     *,
     trace_id: str,
@@ -97,56 +83,32 @@ def rebuild_span(
     attributes: Mapping[str, Any],
     events: Iterable[tuple[str, int, Mapping[str, Any]]] = (),
 ) -> SpanRecord:
-    """One foreign span as a :class:`SpanRecord`, built exactly as the store builds a finished SDK span.
+    """One foreign span as a :class:`SpanRecord`, classified by replaygate's one normalisation.
 
     Raises:
         ValueError: an id that is not an OpenTelemetry hex id.
     """
-    context = SpanContext(
-        _hex_id(trace_id, 32, "trace id"),
-        _hex_id(span_id, 16, "span id"),
-        is_remote=True,
-        trace_flags=TraceFlags(TraceFlags.SAMPLED),
-    )
-    parent = (
-        SpanContext(context.trace_id, _hex_id(parent_id, 16, "parent span id"), is_remote=True)
-        if parent_id
-        else None
-    )
-    code = _STATUS.get(str(status or "").upper(), StatusCode.UNSET)
-    span = ReadableSpan(
+    for value, width, what in (
+        (trace_id, 32, "trace id"),
+        (span_id, 16, "span id"),
+        (parent_id, 16, "parent id"),
+    ):
+        text = str(value or "").strip().lower().removeprefix("0x")
+        if value is not None and (not 0 < len(text) <= width or set(text) - _HEX or not text.strip("0")):
+            raise ValueError(f"{what} {value!r} is not a {width}-digit OpenTelemetry id")
+    code = str(status or "").upper()
+    return span_record(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id or None,
         name=name,
-        context=context,
-        parent=parent,
-        attributes=_plain_attributes(attributes),
-        events=[Event(n, _plain_attributes(a), timestamp=t) for n, t, a in events],
-        kind=SpanKind.INTERNAL,
-        status=Status(code, status_message or None) if code is StatusCode.ERROR else Status(code),
-        start_time=start_ns,
-        end_time=max(end_ns, start_ns),
+        attributes=attributes,
+        start_ns=start_ns,
+        end_ns=max(end_ns, start_ns),
+        status={"OK": "ok", "ERROR": "error"}.get(code, "unset"),
+        status_message=(status_message or None) if code == "ERROR" else None,
+        events=[{"name": n, "timestamp_ns": t, "attributes": dict(a)} for n, t, a in events],
     )
-    return span_to_record(span)
-
-
-def _plain_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """Attribute values OpenTelemetry accepts: scalars and homogeneous lists; anything else as JSON text."""
-    plain: dict[str, Any] = {}
-    for key, value in attributes.items():
-        if value is None:
-            continue
-        if isinstance(value, str | bool | int | float):
-            plain[str(key)] = value
-        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            plain[str(key)] = tuple(value)
-        elif isinstance(value, list | tuple) and all(isinstance(v, bool) for v in value):
-            plain[str(key)] = tuple(value)
-        elif isinstance(value, list | tuple) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value
-        ):
-            plain[str(key)] = tuple(value)
-        else:
-            plain[str(key)] = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
-    return plain
 
 
 def build_record(spans: Sequence[SpanRecord], feedback: Sequence[FeedbackItem] = ()) -> TraceRecord | None:
@@ -168,9 +130,6 @@ def build_record(spans: Sequence[SpanRecord], feedback: Sequence[FeedbackItem] =
         end_ns=max(s.end_ns for s in ordered),
         feedback=tuple(item.as_dict() for item in sorted(feedback, key=lambda f: f.created_ns)),
     )
-
-
-_HEX = frozenset("0123456789abcdef")
 
 
 def unique_prefix(prefix: str, trace_ids: Iterable[str], where: str, scan: int) -> str:
