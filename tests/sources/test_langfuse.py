@@ -196,3 +196,16 @@ def test_push_to_langfuse_reports_a_rejected_batch(env: LangfuseStandIn, replay_
         with pytest.raises(SourceError, match="429"):
             push_run(load_run(replay_run), source)
     env.fail_with_429 = 0
+
+
+def test_record_feedback_writes_a_langfuse_score_without_a_store(env: LangfuseStandIn) -> None:
+    from replaygate.instrumentation import record_feedback
+
+    trace_id = "ab" * 16
+    record_feedback(trace_id, False, "wrong refund amount", store="off")
+    mine = [s for s in env.scores.values() if s.subject and s.subject.id == trace_id]
+    assert [(s.name, s.value, s.comment) for s in mine] == [("user-feedback", -1.0, "wrong refund amount")]
+    with pytest.raises(Exception, match=r"\[-1, 1\]"):
+        record_feedback(trace_id, 3, store="off")
+    record_feedback(trace_id, 0.5, store="off", langfuse=False)
+    assert len([s for s in env.scores.values() if s.subject and s.subject.id == trace_id]) == 1
