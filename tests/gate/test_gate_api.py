@@ -50,6 +50,7 @@ REPORT = {
     "FILE_NAMES",
     "FORMATS",
     "atomic_write",
+    "group_tolerances",
     "load_report",
     "render_comparison_markdown",
     "render_html",
@@ -57,6 +58,8 @@ REPORT = {
     "render_junit",
     "render_markdown",
     "report_path",
+    "scenario_interval_chart",
+    "suite_delta_chart",
     "write_reports",
 }
 

@@ -27,6 +27,7 @@ from replaygate.web import User, WebConfig, create_app
 XSS = "<script>alert(1)</script>"
 PASSWORD = "correct horse battery"
 API_TOKEN = "test-token-123"
+READ_TOKEN = "read-token-456"
 
 
 def _decision(decision_id: str, outcome: str) -> SignedDecision:
@@ -126,7 +127,14 @@ def env(tmp_path: Path) -> Iterator[Env]:
         "vic": User("vic", generate_password_hash(PASSWORD, method=cheap), "viewer"),
     }
     config = WebConfig(
-        users=users, controller=ctl, secure_cookies=False, api_token=API_TOKEN, secret_key="test-secret-key"
+        users=users,
+        controller=ctl,
+        secure_cookies=False,
+        api_token=API_TOKEN,
+        read_token=READ_TOKEN,
+        secret_key="test-secret-key",
+        reports_dir=str(tmp_path / "reports"),
+        golden=str(tmp_path / "golden"),
     )
     yield Env(create_app(config), ctl, hostile, path)
     traces.close()

@@ -44,8 +44,10 @@ from replaygate.canary._measures import (
     MeasureDiff,
     RequestSample,
     SeriesPoint,
+    arm_measures,
     compute_live_measures,
 )
+from replaygate.canary._samples import sample_from_trace
 from replaygate.canary._store import AuditEntry, CanaryStore
 
 if TYPE_CHECKING:
@@ -88,10 +90,12 @@ __all__ = [
     "TraceSource",
     "TrafficProfile",
     "Transition",
+    "arm_measures",
     "compute_live_measures",
     "decision_config_ids",
     "evaluate_evidence",
     "parse_plan",
+    "sample_from_trace",
     "simulate_live_traffic",
     "tolerances_from_policy",
 ]

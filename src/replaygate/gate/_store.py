@@ -181,14 +181,24 @@ class DecisionStore:
             ]
 
     def sign(
-        self, report: GateReport, *, signed_by: str, outcome: str, reason: str, report_path: str | None = None
+        self,
+        report: GateReport,
+        *,
+        signed_by: str,
+        outcome: str,
+        reason: str,
+        report_path: str | None = None,
+        supersede: bool = False,
     ) -> SignedDecision:
         """Store a signed decision after the rules allow it (see :func:`check_signable`).
 
         Idempotent: signing the same report with the same outcome, name and reason returns the stored one.
+        A report signed already is signed again only with ``supersede=True`` (the new decision, with its
+        own reason, is the one in force: the newest).
 
         Raises:
-            DecisionError: unread newly failing scenarios, a pass the gate does not allow, or a store failure.
+            DecisionError: unread newly failing scenarios, a pass the gate does not allow, a second
+                signature that does not supersede, or a store failure.
         """
         if not signed_by.strip() or not reason.strip():
             raise DecisionError("a signed decision needs a name (--by) and a reason (--reason)")
@@ -201,6 +211,17 @@ class DecisionStore:
                 existing = session.get(_DecisionRow, decision_id)
                 if existing is not None:
                     return _decision(existing)
+                earlier = session.scalars(
+                    select(_DecisionRow)
+                    .where(_DecisionRow.report_id == report.report_id)
+                    .order_by(_DecisionRow.signed_at.desc())
+                ).first()
+                if earlier is not None and not supersede:
+                    raise DecisionError(
+                        f"report {report.report_id} is already signed (decision {earlier.id}: "
+                        f"{earlier.outcome} by {earlier.signed_by}); sign again only to supersede it, "
+                        "explicitly and with a reason"
+                    )
                 row = _DecisionRow(
                     id=decision_id,
                     report_id=report.report_id,
