@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,8 +22,10 @@ from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
-from replaygate.gate import SignedDecision
+from replaygate.gate import DecisionStore, GateReport, SignedDecision
 from replaygate.web import User, WebConfig, create_app
+
+from tests.web.gate_fixture import HOSTILE, write_gate_reports
 
 XSS = "<script>alert(1)</script>"
 PASSWORD = "correct horse battery"
@@ -105,10 +108,26 @@ class Env:
     controller: CanaryController
     hostile_trace: str
     path: Path
+    tmp: Path
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
+CHEAP = "pbkdf2:sha256:1000"  # fast hashes: the tests log in many times
+
+
+def _users() -> dict[str, User]:
+    def user(name: str, role: str, one_time: bool = False) -> User:
+        return User(name, generate_password_hash(PASSWORD, method=CHEAP), role, one_time)  # type: ignore[arg-type]
+
+    return {
+        "rita": user("rita", "releaser"),
+        "vic": user("vic", "viewer"),
+        "rev": user("rev", "reviewer"),
+        "res": user("res", "responder"),
+        "otto": user("otto", "releaser", one_time=True),
+    }
+
+
+def _make_env(tmp_path: Path, decisions: Any, widen_confidence: float = 0.8) -> tuple[Env, list[Any]]:
     path = tmp_path / "store.db"
     hostile = write_traces(path)
     store = CanaryStore(path)
@@ -116,18 +135,14 @@ def env(tmp_path: Path) -> Iterator[Env]:
     ctl = CanaryController(
         store,
         traces,
-        Decisions(),
+        decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20), groundedness_sample=0
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_confidence=widen_confidence),
+            groundedness_sample=0,
         ),
     )
-    cheap = "pbkdf2:sha256:1000"  # fast hashes: the tests log in many times
-    users = {
-        "rita": User("rita", generate_password_hash(PASSWORD, method=cheap), "releaser"),
-        "vic": User("vic", generate_password_hash(PASSWORD, method=cheap), "viewer"),
-    }
     config = WebConfig(
-        users=users,
+        users=_users(),
         controller=ctl,
         secure_cookies=False,
         api_token=API_TOKEN,
@@ -136,9 +151,41 @@ def env(tmp_path: Path) -> Iterator[Env]:
         reports_dir=str(tmp_path / "reports"),
         golden=str(tmp_path / "golden"),
     )
-    yield Env(create_app(config), ctl, hostile, path)
-    traces.close()
-    store.close()
+    app = create_app(config)
+    return Env(app, ctl, hostile, path, tmp_path), [traces, store, ctl.decisions]
+
+
+def _close(made: Env, parts: list[Any]) -> None:
+    # the page's own store is opened on first use
+    for part in [*parts, made.app.extensions["replaygate"].extra.get("web_store")]:
+        close = getattr(part, "close", None)
+        if callable(close):
+            close()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    made, parts = _make_env(tmp_path, Decisions())
+    yield made
+    _close(made, parts)
+
+
+@dataclass
+class Release:
+    """A store with real gate reports: one blocked (rule 1), one needing sign-off (a newly failing read)."""
+
+    env: Env
+    blocked: GateReport
+    signoff: GateReport
+    reports_dir: Path
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Iterator[Release]:
+    made, parts = _make_env(tmp_path, DecisionStore, widen_confidence=0.5)  # widen on equal small arms
+    blocked, signoff = write_gate_reports(tmp_path)
+    yield Release(made, blocked, signoff, tmp_path / "reports")
+    _close(made, parts)
 
 
 def csrf_from(html: str) -> str:
@@ -158,17 +205,29 @@ class Served:
     env: Env
 
 
-@pytest.fixture
-def served(env: Env) -> Iterator[Served]:
-    server = make_server("127.0.0.1", 0, env.app, threaded=True)
+@contextmanager
+def _serve(app: Flask) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(f"http://127.0.0.1:{server.server_port}", env)
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+@pytest.fixture
+def served(env: Env) -> Iterator[Served]:
+    with _serve(env.app) as url:
+        yield Served(url, env)
+
+
+@pytest.fixture
+def served_release(release: Release) -> Iterator[tuple[str, Release]]:
+    with _serve(release.env.app) as url:
+        yield url, release
 
 
 @pytest.fixture
@@ -177,6 +236,7 @@ def helpers() -> Any:
         csrf = staticmethod(csrf_from)
         login = staticmethod(login)
         xss = XSS
+        hostile = HOSTILE
         write = staticmethod(write_variant_traces)
         password = PASSWORD
         token = API_TOKEN
