@@ -24,7 +24,6 @@ from werkzeug.serving import make_server
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
 from replaygate.gate import DecisionStore, GateReport, SignedDecision
 from replaygate.web import User, WebConfig, create_app
-
 from tests.web.gate_fixture import HOSTILE, write_gate_reports
 
 XSS = "<script>alert(1)</script>"
