@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,18 +87,21 @@ def write_traces(path: Path) -> str:
 
 
 def write_variant_traces(path: Path, variant: str, n: int, *, escalate_every: int = 0) -> None:
-    """Write ``n`` answered requests served by ``variant`` (real spans through the store exporter)."""
+    """Write ``n`` answered requests served by ``variant``, each taking exactly 0.2 s (real spans)."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(StoreSpanExporter(path)))
     tracer = provider.get_tracer("test")
+    start = time.time_ns()
     for i in range(n):
-        with tracer.start_as_current_span("invoke_agent support") as span:
-            span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
-            span.set_attribute(sc.OI_INPUT_VALUE, "Where is my order?")
-            span.set_attribute(sc.OI_OUTPUT_VALUE, "It ships tomorrow.")
-            span.set_attribute(sc.RG_VARIANT, variant)
-            if escalate_every and i % escalate_every == 0:
-                span.set_attribute(sc.RG_ESCALATION, True)
+        t0 = start + i * 1_000_000
+        span = tracer.start_span("invoke_agent support", start_time=t0)
+        span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
+        span.set_attribute(sc.OI_INPUT_VALUE, "Where is my order?")
+        span.set_attribute(sc.OI_OUTPUT_VALUE, "It ships tomorrow.")
+        span.set_attribute(sc.RG_VARIANT, variant)
+        if escalate_every and i % escalate_every == 0:
+            span.set_attribute(sc.RG_ESCALATION, True)
+        span.end(end_time=t0 + 200_000_000)
     provider.shutdown()
 
 
@@ -181,7 +185,7 @@ class Release:
 
 @pytest.fixture
 def release(tmp_path: Path) -> Iterator[Release]:
-    made, parts = _make_env(tmp_path, DecisionStore, widen_confidence=0.5)  # widen on equal small arms
+    made, parts = _make_env(tmp_path, DecisionStore, widen_confidence=0.55)  # widen on small equal arms
     blocked, signoff = write_gate_reports(tmp_path)
     yield Release(made, blocked, signoff, tmp_path / "reports")
     _close(made, parts)

@@ -41,7 +41,7 @@ def fmt_measure(kind: str, value: float | None, signed: bool = False) -> str:
     if kind == "rate":
         return f"{value * 100:+.1f} pp" if signed else f"{value * 100:.1f}%"
     if kind == "latency":
-        return f"{value:+.3f} s" if signed else f"{value:.3f} s"
+        return f"{significant(value, signed=signed)} s"
     if kind == "cost":
         text = significant(abs(value))
         return (("+" if value >= 0 else "-") if signed else "") + f"${text}"
