@@ -124,7 +124,7 @@ def test_sign_is_refused_until_read_exactly_as_the_cli(release: Any, helpers: An
     )
     assert "block signed by rita" in over
     page = rita.get(f"/reports/{rid}").get_data(as_text=True)
-    assert page.count("<td>in force</td>") == 1 and page.count("<td>superseded</td>") == 1
+    assert page.count("<td>in force</td>") == 1 and page.count("<td>superseded by <code>") == 1
     audit = release.env.app.extensions["replaygate"].extra["web_store"].audit_entries(subject=f"report:{rid}")
     assert [(a.action, a.outcome) for a in reversed(audit)] == [
         ("sign", "refused"),

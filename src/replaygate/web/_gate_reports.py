@@ -65,8 +65,9 @@ class ReportEntry:
 
     @property
     def decision(self) -> SignedDecision | None:
-        """The decision in force (the newest signature), or None when unsigned."""
-        return self.decisions[0] if self.decisions else None
+        """The decision in force (the newest not superseded), or None when unsigned."""
+        current = [d for d in self.decisions if getattr(d, "superseded_by", None) is None]
+        return current[0] if current else None
 
     @property
     def read(self) -> set[str]:
