@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replaygate.replay import RunFile
+from replaygate.replay import RunFile, load_run, save_run
 from replaygate.replay._runfile import Attempt, CheckResult, Fingerprint, Measures, ScenarioEntry
+from replaygate.replay._scenario_io import suite_hash_of
 
 from replaygate.gate import GateReport, Policy, gate_runs
 from replaygate.report import write_reports
@@ -149,17 +150,14 @@ def _run(runs: Path, run_id: str, config: str, passes: dict[str, int], hostile_f
         agent_config_hash=f"sha256:{config}",
         target="examples.agent:respond",
         replaygate_version="0.1.0",
-        suite_hash="sha256:suite",
+        suite_hash=suite_hash_of((sid, "active", "") for sid in SCENARIOS),
         k=5,
         seed=0,
         date="2026-11-29T10:00:00+00:00",
         declared_versions={"config_id": config},
     )
     path = runs / f"{run_id}.json"
-    path.write_text(
-        RunFile(run_id=run_id, fingerprint=fp, scenarios=scenarios, attempts=attempts).model_dump_json(),
-        encoding="utf-8",
-    )
+    save_run(RunFile(run_id=run_id, fingerprint=fp, scenarios=scenarios, attempts=attempts), path)
     return path
 
 
@@ -170,8 +168,6 @@ def write_gate_reports(tmp: Path) -> tuple[GateReport, GateReport]:
     base2 = _run(runs, "base2", "production", {}, False)
     head = _run(runs, "head", "candidate", {"refund-cap": 4, "order-status": 0}, True)
     fixed = _run(runs, "fixed", "candidate-fixed", {"order-status": 0}, False)
-    from replaygate.replay import load_run
-
     reports = []
     for name, cand, created in (("blocked", head, "2026-11-29T10:00:00+00:00"), ("signoff", fixed, "")):
         report = gate_runs(
