@@ -112,7 +112,8 @@ class WebConfig:
         api_token: bearer token for ``POST /api/canary`` (``REPLAYGATE_API_TOKEN``; unset: API writes off).
         secure_cookies: set the cookie's Secure flag (turn off only for local http).
         controller: an already built controller (tests); otherwise opened from ``store`` and ``policy``.
-        auto_check: run ``check`` (auto-rollback) when the page or the measures are viewed.
+        auto_check: unused by the page (no GET changes state: run ``replaygate canary check`` on a
+            schedule, or ``POST /api/canary`` with ``check``).
         reports_dir: where ``replaygate gate`` writes reports (every ``*/report.json`` below it is
             listed; ``REPLAYGATE_REPORTS``, default ``.replaygate/reports``).
         golden: the golden set promotions from the inbox write to (``REPLAYGATE_GOLDEN``, default

@@ -109,10 +109,13 @@ def measure_chart(series: MeasureSeries, markers: Sequence[Marker], start_ns: in
             continue
         color = _MARK_COLORS.get(m.action, "#555")
         mx = x(m.at_ns)
+        right = mx > _W - _R - 60  # near the right edge: the label goes to the left of the line
+        label_x, anchor = (mx - 2, "end") if right else (mx + 2, "start")
         body.append(
             f'<g class="marker {escape(m.action)}"><line x1="{mx:.1f}" y1="{_T}" x2="{mx:.1f}" '
             f'y2="{_T + plot_h}" stroke="{color}" stroke-dasharray="4 3"/>'
-            f'<text x="{mx + 2:.1f}" y="{_T + 10}" font-size="10" fill="{color}">{escape(m.action)}</text>'
+            f'<text x="{label_x:.1f}" y="{_T + 10}" font-size="10" text-anchor="{anchor}" fill="{color}">'
+            f"{escape(m.action)}</text>"
             f"<title>{escape(m.action)} by {escape(m.actor)}: {escape(m.reason)}</title></g>"
         )
     for arm in ("baseline", "candidate"):
