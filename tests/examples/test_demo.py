@@ -53,7 +53,9 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         assert "signed by release-bob" in run
         assert "start: signed gate pass; now canary 10%" in run
         assert "widen:" in run
-        assert "automatic rollback: escalation rate is worse" in run and "state: rolled back" in run
+        assert "automatic rollback: escalation rate is confidently worse than the tolerance" in run
+        assert "Rolled back automatically: the escalation rate is confidently worse than the tolerance" in run
+        assert "state: rolled back" in run
     assert "negative_feedback" in first
     assert not (tmp_path / "not-this-one.db").exists()
     with TraceStore(store) as trace_store:
