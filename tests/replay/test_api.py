@@ -60,6 +60,7 @@ EXPECTED = {
     "load_scenarios",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_json_schema",
     "suite_hash",
     "select_scenarios",
     "counts_in_gate",

@@ -87,6 +87,7 @@ from replaygate.replay._scenario import (
     load_scenarios,
     save_scenario,
     scenario_content_hash,
+    scenario_json_schema,
     suite_hash,
 )
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
@@ -168,6 +169,7 @@ __all__ = [
     "save_run",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_json_schema",
     "score_attempt",
     "select_scenarios",
     "suite_hash",
