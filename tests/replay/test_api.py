@@ -16,6 +16,7 @@ EXPECTED = {
     "git_commit",
     "journal_path",
     "read_journal",
+    "ProgressLines",
     "merge_runs",
     "in_shard",
     "parse_shard",

@@ -16,9 +16,11 @@ URL (POST ``{turns, context, config, session_id}``, answer ``{answer, label?}``;
 429/5xx honouring ``Retry-After``; a W3C ``traceparent`` joins the remote agent's spans to the attempt).
 Each attempt's own spans are captured in-process and scored; an attempt is ``pass``, ``fail`` or
 ``error`` (target raised, timed out, bad output, judge failed: never a pass, never skipped). The run is
-journaled beside the run file (``<out>.journal``, fsynced in groups) and resumes with ``resume=True``
+journaled beside the run file (``<out>.journal``, fsynced in groups; removed once the run file is saved)
+and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
-combines them. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
+combines them. Progress is a bar in a terminal and plain lines otherwise (:class:`ProgressLines`).
+:func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
 whether the similarity threshold ever filtered anything); :func:`judges_from_fingerprint` rebuilds the
 judges a run was recorded with. The CLI is ``replaygate run | merge | fingerprint``.
 """
@@ -45,6 +47,7 @@ from replaygate.replay._judges import (
 from replaygate.replay._llm_judge import LlmJudge
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
+from replaygate.replay._progress import ProgressLines
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
 from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
 from replaygate.replay._runfile import (
@@ -127,6 +130,7 @@ __all__ = [
     "OfflineContextRelevanceJudge",
     "OfflineGroundednessJudge",
     "OutputRegexCheck",
+    "ProgressLines",
     "ReplayError",
     "RetrievalLabels",
     "RetrievalScores",
