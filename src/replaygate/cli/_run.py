@@ -202,6 +202,14 @@ def _default_out() -> Path:
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--quiet", is_flag=True, help="No progress bar or lines; print only the summary line.")
 @click.option(
+    "--progress",
+    "progress_kind",
+    type=click.Choice(["auto", "lines", "none"]),
+    default="auto",
+    show_default=True,
+    help="auto: a bar when stderr is a terminal, else plain lines; lines: always plain lines.",
+)
+@click.option(
     "--progress-every",
     type=click.FloatRange(min=0, min_open=True),
     default=30.0,
@@ -232,6 +240,7 @@ def run_cmd(
     out: str | None,
     resume: bool,
     quiet: bool,
+    progress_kind: str,
     progress_every: float,
     shard: str | None,
     no_artifacts: bool,
@@ -298,7 +307,7 @@ def run_cmd(
             out_path=out_path,
             resume=resume,
             shard=shard,
-            progress=False if quiet else True if sys.stderr.isatty() else ProgressLines(progress_every),
+            progress=_progress(progress_kind, progress_every, quiet),
             tier=tier,
             artifacts=not no_artifacts,
         )
@@ -310,6 +319,15 @@ def run_cmd(
         )
         raise click.Abort() from None
     _report(run, out_path, quiet=quiet)
+
+
+def _progress(kind: str, every_s: float, quiet: bool) -> bool | ProgressLines:
+    """What ``run_suite`` shows: ``--quiet`` or ``none`` nothing; a bar in a terminal; else plain lines."""
+    if quiet or kind == "none":
+        return False
+    if kind == "auto" and sys.stderr.isatty():
+        return True
+    return ProgressLines(every_s)
 
 
 def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
