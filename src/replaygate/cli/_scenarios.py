@@ -315,11 +315,18 @@ def promote_cmd(
             author=author,
         )
     if as_json:
-        doc = {"id": result.scenario.id, "path": str(result.path), "created": result.created}
+        doc = {
+            "id": result.scenario.id,
+            "path": str(result.path),
+            "created": result.created,
+            "notes": list(result.notes),
+        }
         click.echo(json.dumps(doc))
         return
     verb = "created" if result.created else "already promoted as"
     click.echo(f"{verb} {result.scenario.id} ({result.path})")
+    for note in result.notes:
+        click.echo(f"not drafted: {note}")
     if result.created:
         click.echo("review the suggested retrieval labels and expected tools, then confirm them")
 
