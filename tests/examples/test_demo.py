@@ -70,7 +70,9 @@ def test_demo_twice_in_a_row_tells_the_same_story_from_a_clean_folder(tmp_path):
     assert "signed by release-bob" in run
     assert "start: signed gate pass; now canary 10%" in run
     assert "widen:" in run
-    assert "automatic rollback: escalation rate is worse" in run and "state: rolled back" in run
+    assert "automatic rollback: escalation rate is confidently worse than the tolerance" in run
+    assert "Rolled back automatically: the escalation rate is confidently worse than the tolerance" in run
+    assert "state: rolled back" in run
     # every `canary simulate` that ran was printed with its own seed
     simulated = re.findall(r"\$ replaygate canary simulate --batches 1 --batch-size 500 --seed (\d+)", run)
     batches = re.findall(r"(\d+) requests \(\d+ on the candidate\) in 1 batches", run)

@@ -36,6 +36,7 @@ EXPECTED = {
     "ScenarioEntry",
     "content_hash",
     "load_run",
+    "read_artifacts",
     "save_run",
     # scenarios
     "Scenario",
