@@ -196,12 +196,8 @@ def draft_scenario(
             ChangelogEntry(
                 date=day,
                 author=author or default_author(),
-<<<<<<< HEAD
-                reason=f"Promoted from trace {summary.trace_id} ({reasons})"
+                reason=f"Promoted from {where}trace {summary.trace_id} ({reasons})"
                 + "".join(f"; {note}" for note in notes),
-=======
-                reason=f"Promoted from {where}trace {summary.trace_id} ({reasons})",
->>>>>>> main
             )
         ],
     }

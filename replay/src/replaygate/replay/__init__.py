@@ -25,6 +25,7 @@ whether the similarity threshold ever filtered anything); :func:`judges_from_fin
 judges a run was recorded with. The CLI is ``replaygate run | merge | fingerprint``.
 """
 
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._candidate import Candidate, declared_versions
 from replaygate.replay._errors import (
     JudgeError,
@@ -50,7 +51,6 @@ from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, Offli
 from replaygate.replay._progress import ProgressLines
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
 from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
-from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
