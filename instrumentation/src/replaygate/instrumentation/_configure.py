@@ -7,12 +7,14 @@ import base64
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
+from replaygate.instrumentation._destinations import absolute_store, announce, describe_destinations
 from replaygate.instrumentation._errors import InstrumentationError
 from replaygate.instrumentation._export import ExportSink, Pipeline, Slot
 from replaygate.instrumentation._health import HEALTH, fault
@@ -243,6 +245,8 @@ def configure(
         schedule_delay_s=schedule_delay_s,
         shutdown_timeout_s=shutdown_timeout_s,
     )
+    if settings.store is not None:  # resolved now: a later chdir does not move the store
+        settings = replace(settings, store=absolute_store(settings.store))
     redactor = Redactor(settings.redact, defaults=settings.redact_defaults)
     with STATE.lock:
         provider = _provider(tracer_provider, settings)
@@ -267,11 +271,20 @@ def configure(
         STATE.max_chars = settings.max_chars
         STATE.shutdown_timeout_s = settings.shutdown_timeout_s
         STATE.configured = True
+        STATE.destinations = describe_destinations(
+            [s.name for s in sinks],
+            store=settings.store,
+            otlp=settings.otlp_endpoint,
+            langfuse=settings.langfuse_endpoint if settings.langfuse_enabled else None,
+        )
+        STATE.store_path = settings.store if any(s.name == "store" for s in sinks) else None
+        destinations = dict(STATE.destinations)
         if not _atexit_registered:
             atexit.register(_shutdown_at_exit)
             _atexit_registered = True
     if old is not None:
         old.shutdown(min(settings.shutdown_timeout_s, 5.0))
+    announce(destinations)
 
 
 def shutdown(timeout: float = 5.0) -> bool:
@@ -301,11 +314,14 @@ def health() -> dict[str, Any]:
     Keys: ``exported_spans``, ``dropped_spans`` (queue full, or left at shutdown), ``failed_spans`` and
     ``export_errors`` (export calls that failed), ``instrumentation_faults`` (bugs or broken exporters
     caught before they reached the agent), ``redactions``, ``hashed_spans``, ``queued_spans`` (waiting
-    now), ``exporters`` (the same counters per exporter) and ``configured``.
+    now), ``exporters`` (the same counters per exporter), ``configured``, ``active_exporters``,
+    ``destinations`` (exporter name -> where it sends spans) and ``store_path`` (absolute, or None).
     """
     snapshot = HEALTH.snapshot()
     pipeline = STATE.pipeline
     snapshot["queued_spans"] = sum(s.pending() for s in pipeline.sinks) if pipeline else 0
     snapshot["configured"] = pipeline is not None
     snapshot["active_exporters"] = [s.name for s in pipeline.sinks] if pipeline else []
+    snapshot["destinations"] = dict(STATE.destinations) if pipeline else {}
+    snapshot["store_path"] = STATE.store_path if pipeline else None
     return snapshot
