@@ -54,6 +54,7 @@ __all__ = [
     "SCHEMA_URL",
     "ERROR_TYPE",
     "RETRIEVAL_QUERY_TEXT",
+    "LANGFUSE_TRACE_TAGS",
 ]
 
 #: The semantic conventions version replaygate writes (the tracer's schema URL).
@@ -116,3 +117,6 @@ RG_RETRIEVAL_FILTERED = "replaygate.retrieval.filtered"  # chunks the threshold 
 RG_FAILURE_REASON = "replaygate.failure.reason"  # the text given to mark_failure(reason)
 RG_STREAM_CLOSED_EARLY = "replaygate.stream.closed_early"  # bool: a streamed answer was closed before its end
 RG_CANCELLED = "replaygate.cancelled"  # bool: the agent call was cancelled (asyncio), not a failure
+
+# Langfuse's OpenTelemetry mapping reads these (tags and metadata of the trace)
+LANGFUSE_TRACE_TAGS = "langfuse.trace.tags"  # tuple of str

@@ -90,6 +90,9 @@ class State:
         self.default: Instrumentation | None = None
         self._max_chars = 32768
         self.shutdown_timeout_s = 5.0
+        #: exporter name -> where it sends spans, and the store's absolute path (for ``health()``)
+        self.destinations: dict[str, str] = {}
+        self.store_path: str | None = None
         self._global_real = False
 
     @property
