@@ -328,13 +328,19 @@ def serve_hint(demo: Demo) -> None:
     from werkzeug.security import generate_password_hash
 
     users = _work(demo) / "users.yaml"
-    users.write_text(
-        yaml.safe_dump(
-            {"users": {RELEASER: {"password_hash": generate_password_hash(password), "role": "releaser"}}}
-        ),
-        encoding="utf-8",
+    entry = {"password_hash": generate_password_hash(password), "role": "releaser", "one_time": True}
+    users.write_text(yaml.safe_dump({"users": {RELEASER: entry}}), encoding="utf-8")
+    blocked = json.loads((_work(demo) / "reports" / "candidate" / "report.json").read_text(encoding="utf-8"))
+    signed = json.loads((demo.results["report"] / "report.json").read_text(encoding="utf-8"))
+    port = getattr(demo, "port", 8080)
+    demo.console.print(
+        f"Log in as [bold]{RELEASER}[/] with the one-time password [bold]{password}[/] "
+        "(it works once: the page asks you to choose your own)"
     )
-    demo.console.print(f"Log in as [bold]{RELEASER}[/] with password [bold]{password}[/]")
+    demo.console.print(
+        f"Blocked report: http://127.0.0.1:{port}/reports/{blocked['report_id']}  ·  "
+        f"signed report: http://127.0.0.1:{port}/reports/{signed['report_id']}"
+    )
     replaygate(
         demo,
         "serve",
@@ -344,13 +350,16 @@ def serve_hint(demo: Demo) -> None:
         str(POLICY),
         "--store",
         store,
+        "--reports",
+        str(_work(demo) / "reports"),
+        "--golden",
+        str(_work(demo) / "golden"),
         "--host",
         "127.0.0.1",
         "--port",
-        str(getattr(demo, "port", 8080)),
+        str(port),
         "--insecure-cookies",
     )
-
 
 RELEASE_STAGES = [
     ("promote failures into the golden set", promote),

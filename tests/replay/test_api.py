@@ -1,6 +1,13 @@
 import replaygate.replay as replay
 
 EXPECTED = {
+    "NO_LLM_CALL",
+    "GuardrailMeasures",
+    "call_cost",
+    "compute_measures",
+    "guardrail_measures",
+    "percentile",
+    "scored_attempts",
     # runner, targets, journal, shards, fingerprint, summary
     "run_suite",
     "run_suite_async",

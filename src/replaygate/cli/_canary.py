@@ -343,8 +343,25 @@ def simulate_cmd(
 @_policy_option
 @_store_option
 @click.option("--insecure-cookies", is_flag=True, help="Drop the cookie's Secure flag (local http only).")
+@click.option(
+    "--reports",
+    "reports_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Folder of gate reports to list (env REPLAYGATE_REPORTS, default .replaygate/reports).",
+)
+@click.option(
+    "--golden", default=None, type=click.Path(file_okay=False), help="Golden set promotions write to."
+)
 def serve_cmd(
-    host: str, port: int, users: str | None, policy: str | None, store: str | None, insecure_cookies: bool
+    host: str,
+    port: int,
+    users: str | None,
+    policy: str | None,
+    store: str | None,
+    insecure_cookies: bool,
+    reports_dir: str | None,
+    golden: str | None,
 ) -> None:
     """Serve the release page (development server; run behind gunicorn for production)."""
     from werkzeug.serving import run_simple
@@ -352,7 +369,12 @@ def serve_cmd(
     from replaygate.web import WebConfig, create_app, load_users
 
     config = WebConfig(
-        store=store, policy=policy, users=load_users(users), secure_cookies=not insecure_cookies
+        store=store,
+        policy=policy,
+        users=load_users(users),
+        secure_cookies=not insecure_cookies,
+        reports_dir=reports_dir,
+        golden=golden,
     )
     app = create_app(config)
     if not config.users:

@@ -40,8 +40,7 @@ def _provider(given: Any, settings: Settings) -> TracerProvider:
     if hasattr(current, "add_span_processor"):
         return current  # type: ignore[return-value]
     if isinstance(current, trace.ProxyTracerProvider):
-        attrs = {SERVICE_NAME: settings.service_name} if settings.service_name else {}
-        created = TracerProvider(resource=Resource.create(attrs))
+        created = TracerProvider(resource=Resource.create(settings.resource_attributes))
         trace.set_tracer_provider(created)
         STATE.owns_global = True
         return created
@@ -52,13 +51,20 @@ def _provider(given: Any, settings: Settings) -> TracerProvider:
 
 
 def _resource_override(provider: TracerProvider, settings: Settings) -> Resource | None:
+    """The provider's resource with what ``configure`` was given and it lacks (its own values win)."""
     resource = getattr(provider, "resource", None)
-    if not settings.service_name or not isinstance(resource, Resource):
+    if not isinstance(resource, Resource):
         return None
+    wanted = settings.resource_attributes
     current = str(resource.attributes.get(SERVICE_NAME, ""))
-    if current == settings.service_name or (current and not current.startswith("unknown_service")):
-        return None
-    return resource.merge(Resource({SERVICE_NAME: settings.service_name}))
+    if current and not current.startswith("unknown_service"):
+        wanted.pop(SERVICE_NAME, None)
+    missing = {
+        k: v
+        for k, v in wanted.items()
+        if resource.attributes.get(k) != v and (k == SERVICE_NAME or k not in resource.attributes)
+    }
+    return resource.merge(Resource(missing)) if missing else None
 
 
 def _otlp_exporter(settings: Settings) -> SpanExporter:
@@ -149,6 +155,9 @@ def _sinks(
 def configure(
     *,
     service_name: str | None = None,
+    service_version: str | None = None,
+    environment: str | None = None,
+    project: str | None = None,
     store: str | os.PathLike[str] | bool | None = UNSET,
     otlp_endpoint: str | bool | None = None,
     otlp_protocol: str | None = None,
@@ -178,6 +187,10 @@ def configure(
 
     Args:
         service_name: ``service.name`` of a provider replaygate creates (env ``OTEL_SERVICE_NAME``).
+        service_version: ``service.version``, which Langfuse shows as the release version
+            (env ``REPLAYGATE_SERVICE_VERSION``).
+        environment: ``deployment.environment.name`` (env ``REPLAYGATE_ENVIRONMENT``).
+        project: Phoenix's project (``openinference.project.name``; env ``PHOENIX_PROJECT_NAME``).
         store: path or ``sqlite:///`` URL of the embedded store; None or False disables it
             (env ``REPLAYGATE_STORE``, default ``.replaygate/replaygate.db``).
         otlp_endpoint: OTLP collector URL (env ``OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT``); False disables.
@@ -209,6 +222,9 @@ def configure(
     settings = resolve_settings(
         env=os.environ,
         service_name=service_name,
+        service_version=service_version,
+        environment=environment,
+        project=project,
         store=store,
         otlp_endpoint=otlp_endpoint,
         otlp_protocol=otlp_protocol,

@@ -46,6 +46,15 @@ from replaygate.replay._judges import (
     register_judge,
 )
 from replaygate.replay._llm_judge import LlmJudge
+from replaygate.replay._measures import (
+    NO_LLM_CALL,
+    GuardrailMeasures,
+    call_cost,
+    compute_measures,
+    guardrail_measures,
+    percentile,
+    scored_attempts,
+)
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
 from replaygate.replay._progress import ProgressLines
@@ -101,7 +110,14 @@ from replaygate.replay._target import CallableTarget, Target, TargetOutput, load
 from replaygate.replay.version import __version__
 
 __all__ = [
+    "NO_LLM_CALL",
     "RUN_FORMAT_VERSION",
+    "GuardrailMeasures",
+    "call_cost",
+    "compute_measures",
+    "guardrail_measures",
+    "percentile",
+    "scored_attempts",
     "Attempt",
     "AttemptStatus",
     "CallableTarget",

@@ -23,7 +23,7 @@ from typing import Any
 from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
 from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
-from replaygate.replay._capture import open_capture
+from replaygate.replay._capture import FOREIGN_PROVIDER_HINT, open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._filelock import exclusive_lock
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
@@ -373,6 +373,11 @@ async def run_suite_async(
     ]
 
     results.sort(key=lambda a: (a.scenario_id, a.index))
+    capture_warnings = []
+    # once per run; only an in-process target's spans can be captured (a remote agent's are its own)
+    if capture.foreign_attempts and isinstance(the_target, CallableTarget):
+        capture_warnings.append(FOREIGN_PROVIDER_HINT.format(n=capture.foreign_attempts))
+        log.warning("replaygate run: %s", capture_warnings[-1])
     run = RunFile(
         run_id=run_id,
         fingerprint=fingerprint,
@@ -380,7 +385,7 @@ async def run_suite_async(
         attempts=results,
         shard=shard_text,
         policy=dict(policy) if policy is not None else None,
-        summary=summarize_attempts(results, entries, run_id=run_id),
+        summary=summarize_attempts(results, entries, run_id=run_id, capture_warnings=capture_warnings),
     )
     run = run.model_copy(update={"attempts_digest": digest_of(run, writer.digests)})
     save_run(run, out, serialized=writer.serialized, trust_digest=True)
