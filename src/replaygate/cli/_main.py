@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "traces": ("_traces", "List captured traces, newest first."),
     "trace": ("_traces", "Show one trace: turns, answers, span tree, chunks, tool and LLM calls."),
     "failures": ("_traces", "The failure inbox: failure candidates with their reasons, newest first."),
+    "inbox": ("_inbox", "The failure inbox grouped into classes, with the checks each class suggests."),
     "scenarios": ("_scenarios", "Lint, list, show and change the golden set."),
     "promote": ("_scenarios", "Promote a captured trace into a regression scenario (idempotent)."),
     "import-csv": ("_scenarios", "Create scenarios from a question-set CSV (all rows or nothing)."),

@@ -235,6 +235,9 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
 @click.option("--expected-behavior", default=None, help="What the agent should have done.")
 @click.option("--forbid-answer", is_flag=True, help="Draft a forbidden-output check from the failing answer.")
 @click.option(
+    "--class-checks", is_flag=True, help="Draft the checks of the trace's failure class (replaygate inbox)."
+)
+@click.option(
     "--id", "scenario_id", default=None, help="Scenario id (default: slug of the last turn + trace)."
 )
 @click.option("--store", default=None, help="Trace store [env REPLAYGATE_STORE; .replaygate/replaygate.db].")
@@ -250,6 +253,7 @@ def promote_cmd(
     tiers: tuple[str, ...],
     expected_behavior: str | None,
     forbid_answer: bool,
+    class_checks: bool,
     scenario_id: str | None,
     store: str | None,
     golden: str | None,
@@ -261,6 +265,7 @@ def promote_cmd(
 
     with TraceStore(store, create=False) as source:
         full_id = source.resolve_trace_id(trace_id)
+        similar = source.list_traces(limit=2000) if class_checks else []
         result = promote_trace(
             source,
             full_id,
@@ -271,6 +276,8 @@ def promote_cmd(
             tags=_parse_tags(tags),
             expected_behavior=expected_behavior,
             forbid_answer=forbid_answer,
+            class_checks=class_checks,
+            similar=similar,
             tiers=tiers or None,
             scenario_id=scenario_id,
             author=author,
@@ -283,6 +290,13 @@ def promote_cmd(
     click.echo(f"{verb} {result.scenario.id} ({result.path})")
     if result.created:
         click.echo("review the suggested retrieval labels and expected tools, then confirm them")
+    if class_checks:
+        kind = result.scenario.tags.get("failure_class")
+        click.echo(
+            f"failure class {kind}: checks {', '.join(c.type for c in result.scenario.checks)}"
+            if kind
+            else "the trace is in no known failure class: the default checks were drafted"
+        )
 
 
 def register(group: click.Group) -> None:

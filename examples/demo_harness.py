@@ -1,0 +1,151 @@
+"""The demo's harness stages: failure classes, simulated follow-up turns, and a reading queue for people.
+
+- **Failure classes**: the production traffic's failures grouped into classes (rules for the known kinds,
+  clusters for the rest), side by side with what the traffic planted; one member of a class is promoted
+  with its class's checks (``replaygate promote ID --class-checks``), the set is linted, and the checks
+  are shown to fail on the failing trace's answer and to pass on a good answer to the same question.
+- **Follow-ups**: one scenario replayed as it is (one turn: it passes) and with simulated follow-up turns
+  (the scripted simulator, offline): the agent forgets the order id it was given in turn one.
+- **Reading queue**: the candidate run's sample for people, a person labels it, and the judge's
+  agreement with the person (Cohen's kappa) is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from replaygate.instrumentation import TraceRecord, TraceStore
+from replaygate.replay import load_scenario, score_attempt
+from rich.table import Table
+from rich.text import Text
+
+from examples.demo_release import OWNER, StageError, replaygate
+from replaygate.inbox import FailureClass, classify_failures, similar_good_traces
+
+if TYPE_CHECKING:
+    from examples.demo import Demo
+
+__all__ = ["HARNESS_STAGES", "failure_classes"]
+
+#: Planted kinds of the traffic and the class each one should land in.
+PLANTED_CLASSES = {
+    "refusal_without_tools": "refusal_without_tools",
+    "ungrounded_claim": "ungrounded_claim",
+    "empty_answer": "empty_answer",
+    "missed_escalation": "missed_escalation",
+}
+#: The class whose member the demo promotes, in order of preference.
+PROMOTE_PREFERENCE = ("refusal_without_tools", "ungrounded_claim", "missed_escalation")
+
+
+def _classes_dir(demo: Demo) -> Path:
+    return demo.store.parent / "demo" / "classes"
+
+
+def _since_iso(demo: Demo) -> str:
+    moment = dt.datetime.fromtimestamp(demo.started_ns / 1e9, dt.UTC)
+    return moment.replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+async def _status(scenario_path: Path, record: TraceRecord) -> str:
+    scenario = load_scenario(scenario_path)
+    s = record.summary
+    outcome = await score_attempt(
+        scenario, answer=s.output or "", label=None, summary=s, latency_s=s.latency_s, judges={}
+    )
+    return str(outcome.status)
+
+
+def failure_classes(demo: Demo) -> None:
+    """Group this run's failures into classes; promote one member with its class's checks."""
+    with TraceStore(demo.store) as store:
+        records = store.list_traces(since_ns=demo.started_ns, limit=None)
+    classes = classify_failures(records)
+    replaygate(demo, "inbox", "--since", _since_iso(demo), "--store", str(demo.store))
+    by_key = {c.key: c for c in classes}
+    planted = demo.results.get("traffic", {})
+    compare = Table(title="Planted failure kinds and the classes the inbox found")
+    for column in ("planted kind", "planted", "class", "in class"):
+        compare.add_column(column)
+    for kind, key in PLANTED_CLASSES.items():
+        n = int(planted.get(f"injected_{kind}", 0))
+        found = by_key[key].count if key in by_key else 0
+        compare.add_row(kind, str(n), key, str(found))
+        if n >= 3 and found == 0:
+            raise StageError(f"{n} planted {kind} failures, but the inbox has no {key} class")
+    demo.console.print(compare)
+    demo.results["classes"] = {c.key: c.count for c in classes}
+    chosen: FailureClass | None = next((by_key[k] for k in PROMOTE_PREFERENCE if k in by_key), None)
+    if chosen is None:
+        demo.console.print("No member of a class with an assertion pattern to promote in this traffic.")
+        return
+    _promote_member(demo, chosen, records)
+
+
+def _promote_member(demo: Demo, chosen: FailureClass, records: list[TraceRecord]) -> None:
+    by_id = {r.summary.trace_id: r for r in records}
+    for member in chosen.members:
+        failing = by_id[member.trace_id]
+        good = similar_good_traces(failing.summary, records)
+        if good:
+            break
+    else:
+        demo.console.print(f"No good answer to compare with in class {chosen.key}; nothing promoted.")
+        return
+    golden = _classes_dir(demo) / "golden"
+    if golden.exists():
+        shutil.rmtree(golden)
+    golden.mkdir(parents=True)
+    demo.console.print(
+        f"Promote the newest {chosen.key} member that has a good answer to the same question to compare:"
+    )
+    scenario_id = f"{chosen.key.replace('_', '-')}-{failing.summary.trace_id[:8]}"
+    replaygate(
+        demo,
+        "promote",
+        failing.summary.trace_id,
+        "--owner",
+        OWNER,
+        "--origin",
+        "production-incident",
+        "--class-checks",
+        "--id",
+        scenario_id,
+        "--store",
+        str(demo.store),
+        "--golden",
+        str(golden),
+        "--author",
+        OWNER,
+    )
+    path = golden / f"{scenario_id}.yaml"
+    demo.console.print(Text(path.read_text(encoding="utf-8")))
+    replaygate(demo, "scenarios", "lint", "--golden", str(golden))
+    good_record = by_id[good[0].trace_id]
+    results = {
+        "failing": asyncio.run(_status(path, failing)),
+        "good": asyncio.run(_status(path, good_record)),
+    }
+    table = Table(title=f"The {chosen.key} checks on two real answers to the same question")
+    for column in ("trace", "question", "answer", "checks"):
+        table.add_column(column, overflow="fold")
+    for name, record in (("failing", failing), ("good", good_record)):
+        s = record.summary
+        table.add_row(
+            s.trace_id[:12],
+            Text((s.turns[-1] if s.turns else "")[:50]),
+            Text((s.output or "")[:70]),
+            results[name],
+        )
+    demo.console.print(table)
+    if results != {"failing": "fail", "good": "pass"}:
+        raise StageError(f"the suggested checks gave {results}; expected fail, then pass")
+    demo.results["class_promoted"] = {"class": chosen.key, "scenario": scenario_id, **results}
+
+
+#: Stages that follow the promotion stage of the release loop.
+HARNESS_STAGES = [("failure classes: group, promote one with its class's checks", failure_classes)]
