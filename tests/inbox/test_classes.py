@@ -200,7 +200,7 @@ def test_clustering_groups_similar_failures_and_is_deterministic() -> None:
 
 def test_contradictions_are_found() -> None:
     assert contradictions([ExpectedToolsCheck(tools=["escalate"]), ForbiddenToolsCheck(tools=["escalate"])])
-    clash: list[Check] = [ContainsCheck(values=["passed to a human"]), ForbiddenOutputRegexCheck(pattern="(?i)h")]
+    clash: list[Check] = [ContainsCheck(values=["to a human"]), ForbiddenOutputRegexCheck(pattern="human")]
     assert contradictions(clash)
     assert contradictions([ContainsCheck(values=["ok"]), ForbiddenOutputRegexCheck(pattern="refund")]) == []
 
