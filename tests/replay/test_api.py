@@ -1,6 +1,17 @@
 import replaygate.replay as replay
 
 EXPECTED = {
+    # simulated follow-up turns
+    "ConversationTurn",
+    "Followups",
+    "LlmSimulator",
+    "ScriptRule",
+    "ScriptedSimulator",
+    "Simulator",
+    "SimulatorError",
+    "StopWhen",
+    "create_simulator",
+    "parse_scenario",
     # runner, targets, journal, shards, fingerprint, summary
     "run_suite",
     "run_suite_async",
