@@ -185,3 +185,49 @@ def test_followups_and_turn_targets_are_validated_and_hashed() -> None:
                 "followups: {max_turns: 2, goal: g, surprise: 1}"):  # fmt: skip
         with pytest.raises(ScenarioError):
             parse_scenario(_BASE + bad + "\n", "f-001.yaml")
+
+
+def test_promote_from_run_freezes_a_simulated_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from replaygate.replay import load_scenario
+
+    from replaygate.cli import main
+    from replaygate.golden import GoldenSet, lint
+
+    golden = tmp_path / "golden"
+    shutil.copytree(FOLLOWUPS, golden)
+    scenarios = load_scenarios(golden)
+    out = tmp_path / "run.json"
+    run = run_suite(
+        scenarios, SYNC_TARGET, _clean_config(), repeats=2, out_path=out, progress=False, code_commit=None
+    )
+    attempt = next(a for a in run.attempts if a.scenario_id == "order-memory-followup-001" and a.index == 1)
+    args = ["promote", "--from-run", str(out), f"{attempt.scenario_id}#1", "--owner", "li",
+            "--origin", "near-miss", "--golden", str(golden), "--author", "li", "--json"]  # fmt: skip
+    main(args)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["created"] is True and doc["id"] == "order-memory-followup-001-frozen-1"
+    frozen = load_scenario(doc["path"])
+    assert frozen.followups is None and frozen.origin == "near-miss" and frozen.owner == "li"
+    assert frozen.turns == [t.user for t in attempt.conversation or []]
+    assert (
+        frozen.source_trace == attempt.trace_id
+        and [c.type for c in frozen.checks] == [c.type for c in scenarios[0].checks if scenarios[0].followups]
+        or [c.type for s in scenarios if s.followups for c in s.checks]
+    )
+    assert [p for p in lint(GoldenSet(golden)) if p.severity == "error"] == []
+    main(args)
+    assert json.loads(capsys.readouterr().out)["created"] is False  # freezing twice finds the first
+    replay = run_suite([frozen], SYNC_TARGET, _clean_config(), repeats=2, out_path=tmp_path / "r.json",
+                       progress=False, code_commit=None)  # fmt: skip
+    assert [a.status for a in replay.attempts] == ["fail", "fail"]  # the fixture reproduces the weakness
+    assert all(a.conversation is None for a in replay.attempts)
+    single = next(s for s in load_scenarios(golden) if s.id == "order-memory-single-turn-001")
+    with pytest.raises(SystemExit) as exc:
+        main(["promote", "--from-run", str(out), f"{single.id}#0", "--owner", "li", "--origin", "near-miss",
+              "--golden", str(golden)])  # fmt: skip
+    assert exc.value.code == 3
+    assert "no simulated conversation" in capsys.readouterr().err

@@ -21,7 +21,9 @@ from replaygate.replay._selection import HOLDOUT_TIERS
 from replaygate.cli._run import _parse_tags
 from replaygate.golden import (
     GoldenSet,
+    Promotion,
     accept_changes,
+    freeze_conversation,
     import_csv,
     lint,
     list_scenarios,
@@ -226,7 +228,7 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
 
 
 @click.command("promote")
-@click.argument("trace_id")
+@click.argument("trace_id", metavar="TRACE_ID | SCENARIO#INDEX")
 @click.option("--owner", required=True, help="Who owns the new scenario.")
 @click.option("--origin", required=True, type=click.Choice(ORIGINS))
 @click.option("--must-pass", is_flag=True, help="One failing attempt blocks a release.")
@@ -236,6 +238,13 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
 @click.option("--forbid-answer", is_flag=True, help="Draft a forbidden-output check from the failing answer.")
 @click.option(
     "--class-checks", is_flag=True, help="Draft the checks of the trace's failure class (replaygate inbox)."
+)
+@click.option(
+    "--from-run",
+    "from_run",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Freeze attempt SCENARIO#INDEX's simulated conversation of this run into a fixed scenario.",
 )
 @click.option(
     "--id", "scenario_id", default=None, help="Scenario id (default: slug of the last turn + trace)."
@@ -254,13 +263,25 @@ def promote_cmd(
     expected_behavior: str | None,
     forbid_answer: bool,
     class_checks: bool,
+    from_run: str | None,
     scenario_id: str | None,
     store: str | None,
     golden: str | None,
     author: str | None,
     as_json: bool,
 ) -> None:
-    """Promote a captured trace into a regression scenario (idempotent: one scenario per trace)."""
+    """Promote a captured trace into a regression scenario (idempotent: one scenario per trace).
+
+    With --from-run RUN, the argument is SCENARIO#INDEX: that attempt's simulated conversation becomes
+    a fixed multi-turn scenario.
+    """
+    if from_run is not None:
+        frozen = freeze_conversation(
+            from_run, trace_id, GoldenSet(golden), owner=owner, origin=origin, scenario_id=scenario_id,
+            author=author,
+        )  # fmt: skip
+        _promoted(frozen, as_json)
+        return
     from replaygate.instrumentation._store import TraceStore
 
     with TraceStore(store, create=False) as source:
@@ -282,12 +303,9 @@ def promote_cmd(
             scenario_id=scenario_id,
             author=author,
         )
+    _promoted(result, as_json)
     if as_json:
-        doc = {"id": result.scenario.id, "path": str(result.path), "created": result.created}
-        click.echo(json.dumps(doc))
         return
-    verb = "created" if result.created else "already promoted as"
-    click.echo(f"{verb} {result.scenario.id} ({result.path})")
     if result.created:
         click.echo("review the suggested retrieval labels and expected tools, then confirm them")
     if class_checks:
@@ -297,6 +315,15 @@ def promote_cmd(
             if kind
             else "the trace is in no known failure class: the default checks were drafted"
         )
+
+
+def _promoted(result: Promotion, as_json: bool) -> None:
+    if as_json:
+        doc = {"id": result.scenario.id, "path": str(result.path), "created": result.created}
+        click.echo(json.dumps(doc))
+        return
+    verb = "created" if result.created else "already promoted as"
+    click.echo(f"{verb} {result.scenario.id} ({result.path})")
 
 
 def register(group: click.Group) -> None:
