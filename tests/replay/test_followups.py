@@ -213,11 +213,9 @@ def test_promote_from_run_freezes_a_simulated_conversation(
     frozen = load_scenario(doc["path"])
     assert frozen.followups is None and frozen.origin == "near-miss" and frozen.owner == "li"
     assert frozen.turns == [t.user for t in attempt.conversation or []]
-    assert (
-        frozen.source_trace == attempt.trace_id
-        and [c.type for c in frozen.checks] == [c.type for c in scenarios[0].checks if scenarios[0].followups]
-        or [c.type for s in scenarios if s.followups for c in s.checks]
-    )
+    followed = next(s for s in scenarios if s.followups)
+    assert frozen.source_trace == attempt.trace_id
+    assert [c.type for c in frozen.checks] == [c.type for c in followed.checks]
     assert [p for p in lint(GoldenSet(golden)) if p.severity == "error"] == []
     main(args)
     assert json.loads(capsys.readouterr().out)["created"] is False  # freezing twice finds the first
