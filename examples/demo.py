@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from examples.demo_harness import HARNESS_STAGES
+from examples.demo_harness import HARNESS_STAGES, LATE_STAGES
 from examples.demo_release import RELEASE_STAGES, StageError
 from examples.support_agent import ConfigError, load_config
 from examples.support_agent.traffic import simulate
@@ -160,7 +160,9 @@ STAGES: list[Stage] = [
     ("failure inbox", failure_inbox),
     RELEASE_STAGES[0],
     *HARNESS_STAGES,
-    *RELEASE_STAGES[1:],
+    *RELEASE_STAGES[1:4],
+    *LATE_STAGES,
+    *RELEASE_STAGES[4:],
 ]
 
 

@@ -14,22 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
 from replaygate.instrumentation import TraceRecord, TraceStore
 from replaygate.replay import load_scenario, score_attempt
 from rich.table import Table
 from rich.text import Text
 
-from examples.demo_release import OWNER, StageError, replaygate
+from examples.demo_release import CONFIGS, OWNER, TARGET, StageError, replaygate
 from replaygate.inbox import FailureClass, classify_failures, similar_good_traces
 
 if TYPE_CHECKING:
     from examples.demo import Demo
 
-__all__ = ["HARNESS_STAGES", "failure_classes"]
+__all__ = ["HARNESS_STAGES", "LATE_STAGES", "failure_classes", "followups"]
 
 #: Planted kinds of the traffic and the class each one should land in.
 PLANTED_CLASSES = {
@@ -147,5 +149,69 @@ def _promote_member(demo: Demo, chosen: FailureClass, records: list[TraceRecord]
     demo.results["class_promoted"] = {"class": chosen.key, "scenario": scenario_id, **results}
 
 
+FOLLOWUPS = Path(__file__).resolve().parent / "support_agent" / "followups"
+
+
+def _followup_config(demo: Demo) -> Path:
+    """The production configuration with its planted failure rates off: only the weakness shows."""
+    config = yaml.safe_load((CONFIGS / "production.yaml").read_text(encoding="utf-8"))
+    config.update(seed=21, latency_ms=0, rates={name: 0.0 for name in config["rates"]})
+    path = demo.store.parent / "demo" / "configs" / "production-followups.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def followups(demo: Demo) -> None:
+    """One scenario with simulated follow-up turns finds what its single-turn version cannot."""
+    work = demo.store.parent / "demo"
+    out = work / "runs" / "followups.json"
+    replaygate(
+        demo, "run", "--target", TARGET, "--config", str(_followup_config(demo)), "--golden", str(FOLLOWUPS),
+        "--repeats", "3", "--simulator", "scripted", "--out", str(out), "--quiet",
+    )  # fmt: skip
+    run = json.loads(out.read_text(encoding="utf-8"))
+    table = Table(title="The same first turn, without and with simulated follow-ups (k=3)")
+    for column in ("scenario", "turns", "passes", "failing checks"):
+        table.add_column(column)
+    by_id: dict[str, list[dict[str, object]]] = {}
+    for attempt in run["attempts"]:
+        by_id.setdefault(str(attempt["scenario_id"]), []).append(attempt)
+    for sid, attempts in sorted(by_id.items(), reverse=True):
+        turns = sorted({len(a.get("conversation") or [None]) for a in attempts})  # type: ignore[arg-type]
+        failing = sorted({c["name"] for a in attempts for c in a["checks"] if not c["passed"]})  # type: ignore[attr-defined,index]
+        passes = sum(1 for a in attempts if a["status"] == "pass")
+        table.add_row(sid, "/".join(map(str, turns)), f"{passes}/{len(attempts)}", ", ".join(failing) or "-")
+    demo.console.print(table)
+    followed = by_id.get("order-memory-followup-001", [])
+    single = by_id.get("order-memory-single-turn-001", [])
+    if (
+        not followed
+        or any(a["status"] != "fail" for a in followed)
+        or any(a["status"] != "pass" for a in single)
+    ):
+        raise StageError("the follow-up scenario should fail every attempt and its single-turn version pass")
+    demo.console.print(
+        "Attempt 0 of order-memory-followup-001, turn by turn (* = written by the simulated user):"
+    )
+    for n, turn in enumerate(followed[0]["conversation"], start=1):  # type: ignore[arg-type]
+        mark = "*" if turn["generated"] else " "
+        demo.console.print(Text(f" {mark} {n}. user: {turn['user']}"))
+        demo.console.print(Text(f"      agent: {turn['answer']}", style="dim"))
+    frozen = work / "followups-golden"
+    if frozen.exists():
+        shutil.rmtree(frozen)
+    shutil.copytree(FOLLOWUPS, frozen)
+    demo.console.print("Freeze that conversation into a fixed multi-turn scenario:")
+    replaygate(
+        demo, "promote", "--from-run", str(out), "order-memory-followup-001#0", "--owner", OWNER,
+        "--origin", "near-miss", "--golden", str(frozen), "--author", OWNER,
+    )  # fmt: skip
+    replaygate(demo, "scenarios", "lint", "--golden", str(frozen))
+    demo.results["followups"] = {"run": out, "golden": frozen}
+
+
 #: Stages that follow the promotion stage of the release loop.
 HARNESS_STAGES = [("failure classes: group, promote one with its class's checks", failure_classes)]
+#: Stages after the release is signed, before the canary.
+LATE_STAGES = [("simulated follow-up turns find a weakness one turn cannot", followups)]
