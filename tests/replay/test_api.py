@@ -12,6 +12,7 @@ EXPECTED = {
     "StopWhen",
     "create_simulator",
     "parse_scenario",
+    "read_artifacts",
     # runner, targets, journal, shards, fingerprint, summary
     "run_suite",
     "run_suite_async",

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("_run", "Merge the run files of every shard of one run."),
     "fingerprint": ("_run", "Print the fingerprint a run was recorded with."),
     "judge": ("_judge", "Judges: measure their agreement with people."),
+    "label": ("_label", "Walk a run's reading queue and label each attempt (who and when recorded)."),
     "compare": ("_gate", "Compare two runs of the same suite."),
     "gate": ("_gate", "Apply the release gate: 0 pass, 1 block, 2 needs sign-off or review, 3 error."),
     "review": ("_gate", "Mark a newly failing scenario of a report read (needed before signing)."),

@@ -56,6 +56,7 @@ class GateReport(BaseModel):
     policy_hash: str
     policy_notes: list[str] = Field(default_factory=list)
     comparison: Comparison
+    judge_agreement: list[dict[str, Any]] = Field(default_factory=list)  # replaygate.labels, per judge
 
     @property
     def rule1_fired(self) -> bool:

@@ -117,6 +117,13 @@ class Tolerance(_Model):
         return self.metrics.get(metric, self.overall)
 
 
+class JudgeCalibration(_Model):
+    """When a judge is calibrated: enough labels for its current prompt and model, and kappa enough."""
+
+    min_kappa: float | None = Field(default=None, ge=-1, le=1)
+    min_labels: int = Field(default=10, ge=1)
+
+
 class Policy(_Model):
     """The whole gate policy (YAML, ``extra`` keys are refused)."""
 
@@ -129,6 +136,7 @@ class Policy(_Model):
     n_resamples: int = Field(default=10_000, ge=100)
     seed: int = 0
     power: float = Field(default=0.8, gt=0, lt=1)
+    judge_calibration: JudgeCalibration | None = None  # replaygate.labels: uncalibrated judges are marked
 
     _source: dict[str, Any] | None = PrivateAttr(default=None)
 

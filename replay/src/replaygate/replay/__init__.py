@@ -27,6 +27,7 @@ endpoint) writes the next turn, every turn goes through the session, and the att
 ``replaygate run | merge | fingerprint``.
 """
 
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._candidate import Candidate, declared_versions
 from replaygate.replay._errors import (
     JudgeError,
@@ -185,6 +186,7 @@ __all__ = [
     "merge_runs",
     "parse_scenario",
     "parse_shard",
+    "read_artifacts",
     "read_journal",
     "register_judge",
     "retrieval_metrics",
