@@ -25,6 +25,8 @@ GATE = {
     "PolicyWidenedError",
     "RateComparison",
     "Review",
+    "RunDigest",
+    "RunIntegrityError",
     "RunRef",
     "ScenarioComparison",
     "SideStats",
@@ -45,6 +47,7 @@ GATE = {
     "policy_hash",
     "resolve_store_url",
     "unread_scenarios",
+    "verify_run",
 }
 REPORT = {
     "FILE_NAMES",

@@ -16,8 +16,10 @@ Usage::
 Rules: (1) a newly failing must-pass scenario blocks and cannot be signed away; (2) a graded drop beyond
 tolerance that is significant and above the noise floor blocks unless signed; (3) an improvement does not
 count if a guardrail worsens beyond tolerance; (4) every newly failing scenario is read before signing.
-Errors block unless the policy's error budget allows them. A policy wider than the one recorded in the run
-is refused.
+Before any of that, each run must be exactly the plan it records (``verify_run``: no duplicate,
+missing or unknown attempt, ``counts`` true to the status, the suite hash, the attempts' digest), else
+:class:`RunIntegrityError`. Errors block unless the policy's error budget allows them. A policy wider
+than the one recorded in the run is refused.
 """
 
 from replaygate.gate._compare import check_comparable, compare_runs
@@ -36,6 +38,7 @@ from replaygate.gate._comparison_model import (
 from replaygate.gate._drift import DriftReport, detect_drift, drift_pair, load_runs_dir
 from replaygate.gate._errors import ComparisonError, DecisionError, GateError, PolicyError, PolicyWidenedError
 from replaygate.gate._gate_model import REPORT_FORMAT_VERSION, RULE_TITLES, Finding, GateReport
+from replaygate.gate._integrity import RunDigest, RunIntegrityError, verify_run
 from replaygate.gate._policy import (
     GuardrailTolerance,
     GuardrailTolerances,
@@ -74,6 +77,8 @@ __all__ = [
     "PolicyWidenedError",
     "RateComparison",
     "Review",
+    "RunDigest",
+    "RunIntegrityError",
     "RunRef",
     "ScenarioComparison",
     "SideStats",
@@ -94,4 +99,5 @@ __all__ = [
     "policy_hash",
     "resolve_store_url",
     "unread_scenarios",
+    "verify_run",
 ]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from replaygate.gate._comparison_model import Comparison
+from replaygate.gate._integrity import RunDigest
 
 __all__ = ["REPORT_FORMAT_VERSION", "RULE_TITLES", "Finding", "GateOutcome", "GateReport", "Rule"]
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION: Final = 1
 
 GateOutcome = Literal["pass", "needs-sign-off", "block"]
 Rule = Literal["data", "errors", "rule-1", "rule-2", "rule-3", "rule-4"]
@@ -43,7 +44,7 @@ class GateReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: int = REPORT_FORMAT_VERSION
+    format_version: Literal[1] = REPORT_FORMAT_VERSION
     report_id: str
     created_at: str
     outcome: GateOutcome
@@ -56,6 +57,7 @@ class GateReport(BaseModel):
     policy_hash: str
     policy_notes: list[str] = Field(default_factory=list)
     comparison: Comparison
+    run_digests: dict[str, RunDigest] = Field(default_factory=dict)  # by run label: run file and journal
     judge_agreement: list[dict[str, Any]] = Field(default_factory=list)  # replaygate.labels, per judge
 
     @property

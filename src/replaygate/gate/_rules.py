@@ -24,6 +24,7 @@ from replaygate.gate._comparison_model import (
 )
 from replaygate.gate._errors import PolicyError, PolicyWidenedError
 from replaygate.gate._gate_model import Finding, GateOutcome, GateReport
+from replaygate.gate._integrity import verify_runs
 from replaygate.gate._policy import GuardrailTolerance, Policy, is_wider, policy_from_mapping, policy_hash
 
 __all__ = ["check_policy_against_runs", "evaluate_gate", "gate_runs", "make_report_id"]
@@ -335,10 +336,16 @@ def gate_runs(
     *,
     paths: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> GateReport:
-    """Check the policy against the runs, compare them and apply the gate (what ``replaygate gate`` does)."""
+    """Check the runs' integrity and the policy against them, compare, apply the gate (``replaygate gate``).
+
+    Raises:
+        RunIntegrityError: a run is not the plan it records (see :mod:`._integrity`).
+    """
     runs = [("candidate", candidate), ("baseline", baseline)]
     if baseline_2 is not None:
         runs.append(("second baseline", baseline_2))
+    digests = verify_runs(runs, (paths[1], paths[0], paths[2]))  # integrity first: RunIntegrityError
     notes = check_policy_against_runs(policy, runs)
     comparison = compare_runs(baseline, candidate, baseline_2, policy, paths=paths)
-    return evaluate_gate(comparison, policy, policy_notes=notes)
+    report = evaluate_gate(comparison, policy, policy_notes=notes)
+    return report.model_copy(update={"run_digests": digests})

@@ -23,6 +23,7 @@ from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._followups import converse, converse_blocking
 from replaygate.replay._measures import compute_measures
+from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._simulator import Simulator, SimulatorError
@@ -128,7 +129,9 @@ class AttemptRunner:
     def begin(self, scenario: Scenario, index: int) -> Flight:
         """Open one attempt: its root span (not yet current) and its start."""
         attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
-        return Flight(scenario, index, AttemptSpan(attributes), utc_now(), time.perf_counter())
+        root = AttemptSpan(attributes)
+        self.capture.track(root)
+        return Flight(scenario, index, root, utc_now(), time.perf_counter())
 
     def _session(self, flight: Flight) -> str:
         return f"{self.run_id}/{flight.scenario.id}/{flight.index}"
@@ -224,7 +227,7 @@ class AttemptRunner:
         if error is not None:
             # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
             record = dataclasses.replace(record, status="error", status_message=error)
-        spans = [record, *self.capture.collector.pop(root.trace_id)]
+        spans = [record, *self.capture.pop(root)]
         return Called(
             flight.scenario, flight.index, output, error, spans, latency_s, root.trace_id, flight.started
         )
@@ -290,22 +293,24 @@ class AttemptRunner:
             )
         last_only, by_turn = split_turn_checks(scenario)
         try:
-            outcome = await self.scorer(
-                last_only,
-                answer=output.answer,
-                label=output.label,
-                summary=summary,
-                latency_s=latency_s,
-                judges=self.judges,
-            )
-            if outcome.status not in ("pass", "fail", "error"):
-                raise ValueError(f"the scorer returned status {outcome.status!r}")
-            checks, status = list(outcome.checks), outcome.status
-            if by_turn:
-                extra = run_turn_checks(scenario, by_turn, output, summary, spans)
-                checks += extra
-                if status == "pass" and any(not c.passed for c in extra):
-                    status = "fail"
+            # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
+            with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):
+                outcome = await self.scorer(
+                    last_only,
+                    answer=output.answer,
+                    label=output.label,
+                    summary=summary,
+                    latency_s=latency_s,
+                    judges=self.judges,
+                )
+                if outcome.status not in ("pass", "fail", "error"):
+                    raise ValueError(f"the scorer returned status {outcome.status!r}")
+                checks, status = list(outcome.checks), outcome.status
+                if by_turn:
+                    extra = run_turn_checks(scenario, by_turn, output, summary, spans)
+                    checks += extra
+                    if status == "pass" and any(not c.passed for c in extra):
+                        status = "fail"
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
             # already of the right class are not validated again, so this costs no more than
             # ``model_construct``.)
