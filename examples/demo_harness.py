@@ -21,17 +21,19 @@ from typing import TYPE_CHECKING
 
 import yaml
 from replaygate.instrumentation import TraceRecord, TraceStore
-from replaygate.replay import load_scenario, score_attempt
+from replaygate.replay import load_run, load_scenario, score_attempt
 from rich.table import Table
 from rich.text import Text
 
-from examples.demo_release import CONFIGS, OWNER, TARGET, StageError, replaygate
+from examples.demo_release import CONFIGS, OWNER, RELEASER, TARGET, StageError, replaygate
+from examples.support_agent._answers import REFUSALS, UNGROUNDED_CLAIMS
 from replaygate.inbox import FailureClass, classify_failures, similar_good_traces
+from replaygate.labels import HumanLabel, append_label, draw_sample, judge_fingerprint, labels_path, now_utc
 
 if TYPE_CHECKING:
     from examples.demo import Demo
 
-__all__ = ["HARNESS_STAGES", "LATE_STAGES", "failure_classes", "followups"]
+__all__ = ["HARNESS_STAGES", "LATE_STAGES", "failure_classes", "followups", "reading_queue"]
 
 #: Planted kinds of the traffic and the class each one should land in.
 PLANTED_CLASSES = {
@@ -211,7 +213,53 @@ def followups(demo: Demo) -> None:
     demo.results["followups"] = {"run": out, "golden": frozen}
 
 
+def _stand_in_reviewer(answer: str) -> bool:
+    """What a careful person would answer: no planted unsupported claim, not empty, not a refusal."""
+    return (
+        bool(answer.strip())
+        and not any(c in answer for c in UNGROUNDED_CLAIMS.values())
+        and not any(r in answer for r in REFUSALS)
+    )
+
+
+def reading_queue(demo: Demo) -> None:
+    """People read a sample of the candidate's run; the judges' agreement with them is measured."""
+    run_path = demo.store.parent / "demo" / "runs" / "candidate_fixed.json"
+    report = demo.results.get("report")
+    listing = ["label", str(run_path), "--by", RELEASER, "--list"]
+    replaygate(demo, *listing, *(("--report", str(report)) if report else ()))
+    run = load_run(run_path)
+    newly = (
+        json.loads((report / "report.json").read_text(encoding="utf-8"))["newly_failing"] if report else []
+    )
+    queue = draw_sample(run, newly_failing=[n if isinstance(n, str) else n["id"] for n in newly])
+    attempts = {(a.scenario_id, a.index): a for a in run.attempts}
+    store = labels_path(run_path)
+    if store.exists():
+        store.unlink()
+    demo.console.print(
+        f"{RELEASER} labels the queue ({len(queue)} attempts; here a stand-in who knows which claims were "
+        f"planted answers for them; in real use: replaygate label {run_path} --by NAME):"
+    )
+    for item in queue:
+        attempt = attempts[item.key]
+        model, prompt = judge_fingerprint(run.fingerprint, item.judge)
+        append_label(
+            store,
+            HumanLabel(
+                run_id=run.run_id, scenario_id=item.scenario_id, index=item.index, judge=item.judge,
+                judge_model=model, judge_prompt_version=prompt, judge_verdict=item.verdict,
+                human=_stand_in_reviewer(attempt.answer or ""), by=RELEASER, at=now_utc(),
+            ),
+        )  # fmt: skip
+    replaygate(demo, "judge", "agreement", str(run_path))
+    demo.results["labels"] = store
+
+
 #: Stages that follow the promotion stage of the release loop.
 HARNESS_STAGES = [("failure classes: group, promote one with its class's checks", failure_classes)]
 #: Stages after the release is signed, before the canary.
-LATE_STAGES = [("simulated follow-up turns find a weakness one turn cannot", followups)]
+LATE_STAGES = [
+    ("simulated follow-up turns find a weakness one turn cannot", followups),
+    ("reading queue: a person labels a sample, judge agreement (kappa)", reading_queue),
+]

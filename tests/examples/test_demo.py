@@ -54,6 +54,11 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         assert "start: signed gate pass; now canary 10%" in run
         assert "widen:" in run
         assert "automatic rollback: escalation rate is worse" in run and "state: rolled back" in run
+        # the harness: failure classes, simulated follow-ups, a reading queue with judge agreement
+        assert "Planted failure kinds and the classes the inbox found" in run
+        assert "order-memory-followup-001 │ 4" in run or "order-memory-followup-001" in run
+        assert "created order-memory-followup-001-frozen-0" in run
+        assert "Judge agreement with people" in run
     assert "negative_feedback" in first
     assert not (tmp_path / "not-this-one.db").exists()
     with TraceStore(store) as trace_store:

@@ -157,7 +157,8 @@ def register(group: click.Group) -> None:
             done = {(lab.scenario_id, lab.index) for lab in read_labels(store) if lab.by == by}
         except ReplaygateError as exc:
             raise click.ClickException(str(exc)) from None
-        console = Console(file=sys.stdout, highlight=False, emoji=False, soft_wrap=True)
+        width = None if sys.stdout.isatty() else 150
+        console = Console(file=sys.stdout, highlight=False, emoji=False, soft_wrap=True, width=width)
         if list_only:
             table = Table(
                 title=f"reading queue of {run.run_id}: {len(queue)} attempt(s)", title_justify="left"
