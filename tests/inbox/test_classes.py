@@ -196,6 +196,9 @@ def test_clustering_groups_similar_failures_and_is_deterministic() -> None:
     assert sorted(sorted(m) for _, m in clusters) == [[0, 1], [2, 3]]
     assert cluster_documents(docs) == clusters
     assert cluster_documents([]) == [] and len(cluster_documents(["only one"])) == 1
+    mixed = [docs[0], docs[2], docs[1], docs[3]]  # beyond max_documents, each joins its nearest cluster
+    capped = cluster_documents(mixed, max_documents=2)
+    assert sorted(sorted(m) for _, m in capped) == [[0, 2], [1, 3]]
 
 
 def test_contradictions_are_found() -> None:
