@@ -244,7 +244,8 @@ def canary(demo: Demo) -> None:
         "signed gate pass",
         *common,
     )
-    # Live traffic arrives one batch at a time; the canary widens only when the evidence holds.
+    # Live traffic arrives one batch at a time; the canary widens only when every measure is confidently
+    # within its tolerance (bounds valid at every look), and holds, saying how much more it needs, until then.
     start_share = _share(demo)
     for batch in range(1, 13):
         replaygate(
@@ -267,8 +268,12 @@ def canary(demo: Demo) -> None:
             break
     else:
         raise StageError("the canary never widened on twelve batches of equal traffic")
-    replaygate(demo, "canary", "status", "--store", store)
-    demo.console.print("Now the candidate's escalation rate rises by 10 points (planted):")
+    demo.console.print(f"Every measure was confidently within its tolerance: widened to {_share(demo):.0%}.")
+    replaygate(demo, "canary", "status", *common)
+    demo.console.print(
+        "Now the candidate's escalation rate rises by 10 points (planted), twice the policy's 5-point "
+        "tolerance:"
+    )
     replaygate(
         demo,
         "canary",
@@ -284,9 +289,16 @@ def canary(demo: Demo) -> None:
         *common,
         expect=(0, 1),
     )
-    replaygate(demo, "canary", "status", "--store", store)
-    if _state(demo).status != "rolled_back":
+    replaygate(demo, "canary", "status", *common)
+    rolled = _state(demo)
+    if rolled.status != "rolled_back":
         raise StageError("the planted rise in escalations was not rolled back")
+    if "escalation rate is confidently worse than the tolerance" not in (rolled.reason or ""):
+        raise StageError(f"the canary rolled back for another reason: {rolled.reason}")
+    demo.console.print(
+        "Rolled back automatically: the escalation rate is confidently worse than the tolerance, "
+        "so every user is on the baseline again (the audit log says who, when and why)."
+    )
 
 
 def _state(demo: Demo) -> RolloutState:

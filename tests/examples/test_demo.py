@@ -53,10 +53,12 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         assert "signed by release-bob" in run
         assert "start: signed gate pass; now canary 10%" in run
         assert "widen:" in run
-        assert "automatic rollback: escalation rate is worse" in run and "state: rolled back" in run
+        assert "automatic rollback: escalation rate is confidently worse than the tolerance" in run
+        assert "Rolled back automatically: the escalation rate is confidently worse than the tolerance" in run
+        assert "state: rolled back" in run
         # the harness: failure classes, simulated follow-ups, a reading queue with judge agreement
         assert "Planted failure kinds and the classes the inbox found" in run
-        assert "order-memory-followup-001 │ 4" in run or "order-memory-followup-001" in run
+        assert "order-memory-followup-001" in run and "forbidden_output_regex@turn" in run
         assert "created order-memory-followup-001-frozen-0" in run
         assert "Judge agreement with people" in run
     assert "negative_feedback" in first

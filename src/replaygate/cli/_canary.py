@@ -82,11 +82,9 @@ def _status_json(status: Any) -> dict[str, Any]:
             "diffs": [asdict(d) for d in m.diffs],
         }
     if status.evidence is not None:
-        out["evidence"] = {
-            "can_widen": status.evidence.can_widen,
-            "reason": status.evidence.reason,
-            "breaches": list(status.evidence.breaches),
-        }
+        out["evidence"] = status.evidence.to_json()
+    if status.outlook is not None:
+        out["outlook"] = status.outlook.to_json()
     return out
 
 
@@ -107,26 +105,52 @@ def _print_status(status: Any) -> None:
     if status.measures is None:
         return
     m = status.measures
+    verdicts = {e.name: e for e in status.evidence.measures} if status.evidence is not None else {}
     table = Table(
         title=f"live measures (current step): baseline n={m.baseline.n}, candidate n={m.candidate.n}"
     )
-    for col in ("measure", "baseline", "candidate", "difference", "interval", "p"):
+    for col in ("measure", "baseline", "candidate", "difference", "worse by", "tolerance", "verdict"):
         table.add_column(col)
 
     def f(v: float | None) -> str:
         return "—" if v is None else f"{v:.4g}"
 
     for d in m.diffs:
-        interval = "—" if d.low is None else f"[{d.low:+.4g}, {d.high:+.4g}]"
+        e = verdicts.get(d.name)
+        bounds = "—" if e is None or e.lower is None else f"{_worse(e, e.lower)} to {_worse(e, e.upper)}"
+        verdict = "not checked" if e is None else _VERDICT_SHORT[e.verdict](e)
         table.add_row(d.label, f(d.baseline), f(d.candidate), "—" if d.delta is None else f"{d.delta:+.4g}",
-                      interval, f(d.p_value))  # fmt: skip
+                      bounds, "—" if e is None else e.tolerance, verdict)  # fmt: skip
     console.print(table)
     if status.evidence is not None:
+        console.print(f"decision: {status.evidence.decision}", markup=False, highlight=False, style="bold")
         console.print(status.evidence.reason, markup=False, highlight=False)
         for b in status.evidence.breaches:
             console.print(f"BREACH: {b}", markup=False, highlight=False, style="bold red")
     for note in status.notes:
         console.print(note, markup=False, highlight=False, style="dim")
+
+
+def _worse(e: Any, value: float | None) -> str:
+    import math
+
+    if value is None or not math.isfinite(value):
+        return "?"
+    if e.relative:
+        return f"{value * 100:+.0f}%"
+    if e.name.endswith("_rate"):
+        return f"{value * 100:+.1f} pts"
+    return f"{value:+.4g}"
+
+
+_VERDICT_SHORT: dict[str, Any] = {
+    "worse": lambda e: "confidently worse than the tolerance" + (" (gross harm)" if e.gross else ""),
+    "within": lambda e: "confidently within",
+    "undecided": lambda e: (
+        "not yet decided" + (f" (needs ~{e.needed} more candidate requests)" if e.needed is not None else "")
+    ),
+    "unchecked": lambda e: "not checked",
+}
 
 
 @click.group("canary")
@@ -225,11 +249,14 @@ def check_cmd(no_auto_rollback: bool, store: str | None, policy: str | None, as_
     if as_json:
         out = _status_json(result.status)
         out["rolled_back"] = result.rollback is not None and result.rollback.changed
+        out["hold_notified"] = result.notice is not None and result.notice.outcome == "notified"
         click.echo(json.dumps(out, indent=2, default=str))
     else:
         _print_status(result.status)
         if result.rollback is not None and result.rollback.changed:
             click.echo(f"ROLLED BACK: {result.rollback.reason}")
+        if result.notice is not None and result.notice.outcome == "notified":
+            click.echo(f"NOTIFIED (audit log): {result.notice.reason}")
     if result.breached:
         sys.exit(REFUSED)
 

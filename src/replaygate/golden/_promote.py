@@ -157,8 +157,12 @@ def draft_scenario(
     today: dt.date | None = None,
     class_checks: bool = False,
     similar: Sequence[TraceRecord] = (),
+    source_name: str | None = None,
 ) -> Scenario:
     """Draft the scenario for one trace (no I/O beyond reading the session's traces).
+
+    ``source_name`` (``phoenix``, ``langfuse``) is named in the changelog when the trace did not come
+    from the embedded store; the trace id is the same OpenTelemetry id in every tool.
 
     With ``class_checks``, a trace of a known failure class gets that class's checks
     (``replaygate.inbox.suggest_checks``; ``similar`` traces tell which tools a good answer used) and
@@ -199,6 +203,7 @@ def draft_scenario(
         RetrievalLabels(relevant=relevant, k=max(5, len(relevant)), confirmed=False) if relevant else None
     )
     reasons = ", ".join(summary.failure_reasons) or "no failure signal"
+    where = f"{source_name} " if source_name else ""
     day = today or today_utc()
     data: dict[str, Any] = {
         "id": scenario_id or f"{_slug(turns[-1])}-{summary.trace_id[:8]}",
@@ -219,7 +224,7 @@ def draft_scenario(
             ChangelogEntry(
                 date=day,
                 author=author or default_author(),
-                reason=f"Promoted from trace {summary.trace_id} ({reasons})",
+                reason=f"Promoted from {where}trace {summary.trace_id} ({reasons})",
             )
         ],
     }
@@ -273,6 +278,7 @@ def promote_trace(
     today: dt.date | None = None,
     class_checks: bool = False,
     similar: Sequence[TraceRecord] = (),
+    source_name: str | None = None,
 ) -> Promotion:
     """Promote a captured trace into the golden set (idempotent: one scenario per trace).
 
@@ -293,6 +299,7 @@ def promote_trace(
         today: the date to record (default: today, UTC).
         class_checks: draft the checks of the trace's failure class (see :func:`draft_scenario`).
         similar: other traces (e.g. the store's recent ones), for the tools a good answer used.
+        source_name: the trace source named in the changelog (None: the embedded store).
 
     Returns:
         The scenario, its path, and ``created`` (False when the trace was promoted before).
@@ -329,6 +336,7 @@ def promote_trace(
         today=today,
         class_checks=class_checks,
         similar=similar,
+        source_name=source_name,
     )
     if gs.file_for(scenario.id).exists():
         raise GoldenError(f"a scenario {scenario.id!r} already exists in {gs.path}; pass another --id")
