@@ -23,6 +23,7 @@ sys.exit(first or second)
 """
 
 
+@pytest.mark.timeout(300)  # the whole demo, twice, on a shared 2-core machine
 def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path):
     store = tmp_path / "demo" / "replaygate.db"
     env = {
@@ -37,7 +38,7 @@ def test_demo_captures_traffic_lists_failure_candidates_and_runs_again(tmp_path)
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=280,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     first, second = (" ".join(part.split()) for part in result.stdout.split("=== second run ==="))

@@ -136,6 +136,8 @@ def test_labels_walk_agreement_and_gate_report(tmp_path: Path) -> None:
     assert any("uncalibrated" in n for n in report["notes"])
     markdown = (out / "report.md").read_text(encoding="utf-8")
     assert "Judge agreement with people" in markdown and f"{expected:.2f}" in markdown
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Judge agreement with people" in html and "uncalibrated" in html
     policy.write_text(f"judge_calibration: {{min_kappa: {expected - 0.01:.3f}, min_labels: 10}}\n")
     runner.invoke(cli, ["gate", "--policy", str(policy), "--baseline", str(base_path), "--candidate",
                         str(head_path), "--out", str(out)])  # fmt: skip

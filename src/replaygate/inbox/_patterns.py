@@ -40,7 +40,7 @@ from replaygate.replay import (
     OutputRegexCheck,
 )
 
-from replaygate.inbox._rules import RuleMatch
+from replaygate.inbox._rules import RuleMatch, match_rules
 
 __all__ = ["PATTERNS", "contradictions", "similar_good_traces", "suggest_checks"]
 
@@ -69,7 +69,10 @@ def _words(text: str) -> set[str]:
 def similar_good_traces(
     summary: TraceSummary, population: Sequence[TraceRecord], *, limit: int = 20
 ) -> list[TraceSummary]:
-    """Traces of ``population`` that asked about the same thing (Jaccard >= 0.5) and carry no failure."""
+    """Traces of ``population`` that asked about the same thing (Jaccard >= 0.5) and look right.
+
+    Right: no failure signal, and no rule of the rule layer matches (an unflagged refusal is no model).
+    """
     question = _words(summary.turns[-1] if summary.turns else "")
     if not question:
         return []
@@ -83,7 +86,8 @@ def similar_good_traces(
         if similarity >= _MIN_SIMILARITY:
             scored.append((similarity, i, other))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [s for _, _, s in scored[:limit]]
+    good = (s for _, _, s in scored if match_rules(s) is None)
+    return [s for _, s in zip(range(limit), good, strict=False)]
 
 
 def _majority_tools(similar: Sequence[TraceSummary]) -> list[str]:
