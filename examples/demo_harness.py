@@ -47,7 +47,7 @@ PROMOTE_PREFERENCE = ("refusal_without_tools", "ungrounded_claim", "missed_escal
 
 
 def _classes_dir(demo: Demo) -> Path:
-    return demo.store.parent / "demo" / "classes"
+    return demo.work / "classes"
 
 
 def _since_iso(demo: Demo) -> str:
@@ -158,7 +158,7 @@ def _followup_config(demo: Demo) -> Path:
     """The production configuration with its planted failure rates off: only the weakness shows."""
     config = yaml.safe_load((CONFIGS / "production.yaml").read_text(encoding="utf-8"))
     config.update(seed=21, latency_ms=0, rates={name: 0.0 for name in config["rates"]})
-    path = demo.store.parent / "demo" / "configs" / "production-followups.yaml"
+    path = demo.work / "configs" / "production-followups.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
@@ -166,7 +166,7 @@ def _followup_config(demo: Demo) -> Path:
 
 def followups(demo: Demo) -> None:
     """One scenario with simulated follow-up turns finds what its single-turn version cannot."""
-    work = demo.store.parent / "demo"
+    work = demo.work
     out = work / "runs" / "followups.json"
     replaygate(
         demo, "run", "--target", TARGET, "--config", str(_followup_config(demo)), "--golden", str(FOLLOWUPS),
@@ -224,7 +224,7 @@ def _stand_in_reviewer(answer: str) -> bool:
 
 def reading_queue(demo: Demo) -> None:
     """People read a sample of the candidate's run; the judges' agreement with them is measured."""
-    run_path = demo.store.parent / "demo" / "runs" / "candidate_fixed.json"
+    run_path = demo.work / "runs" / "candidate_fixed.json"
     report = demo.results.get("report")
     listing = ["label", str(run_path), "--by", RELEASER, "--list"]
     replaygate(demo, *listing, *(("--report", str(report)) if report else ()))

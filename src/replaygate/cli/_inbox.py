@@ -84,8 +84,11 @@ def print_classes(
     """The classes as a table, then each class's suggested checks (also used by the demo)."""
     failing = sum(c.count for c in classes)
     table = Table(title=f"{failing} failures of {traces} traces in {where}, by class", title_justify="left")
-    for column in ("class", "count", "trend", "covered by", "example (trace, question -> answer)"):
-        table.add_column(column, overflow="fold")
+    table.add_column("class", overflow="fold")
+    table.add_column("count", width=5)
+    table.add_column("trend", width=10)  # fixed: the other columns' widths do not move with its digits
+    table.add_column("covered by", overflow="fold")
+    table.add_column("example (trace, question -> answer)", overflow="fold")
     for c in classes:
         lines = [
             f"{m.trace_id[:12]} {_one_line(m.question, 36)!r} -> {_one_line(m.answer, 44)!r}"
