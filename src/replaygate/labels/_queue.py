@@ -3,9 +3,9 @@
 ``draw_sample(run)`` takes ``max(10, ceil(5 % of the attempts))`` attempts (at most all of them),
 stratified by (status, judge verdict): each stratum gets its share of the sample by largest remainder,
 and at least one attempt while the sample has room. Within a stratum attempts are drawn with a random
-generator seeded by what the run replayed (suite hash, configuration hash, seed and k in its
-fingerprint), so the same run always gives the same queue, and so does a rerun of the same suite and
-configuration. Every attempt of each
+generator seeded by what the run replayed (configuration hash, seed and k in its fingerprint) over
+the attempts in (scenario, index) order, so the same run always gives the same queue, and so does a
+rerun of the same suite and configuration. Every attempt of each
 newly failing scenario of a gate report is added (reason ``newly_failing``).
 
 What a person labels is the judge's question: for a groundedness judge "is the answer supported by the
@@ -122,7 +122,7 @@ def draw_sample(
         strata.setdefault(_stratum(attempt), []).append(attempt)
     take = _allocate({k: len(v) for k, v in strata.items()}, n)
     fp = run.fingerprint
-    basis = f"{fp.suite_hash}|{fp.agent_config_hash}|{fp.seed}|{fp.k}|{run.shard}"
+    basis = f"{fp.agent_config_hash}|{fp.seed}|{fp.k}|{run.shard}"
     seed = int(hashlib.sha256(basis.encode()).hexdigest()[:15], 16)
     rng = random.Random(seed)
     picked: list[Attempt] = []
