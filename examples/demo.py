@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from examples.demo_harness import HARNESS_STAGES, LATE_STAGES
 from examples.demo_release import RELEASE_STAGES, StageError
 from examples.support_agent import ConfigError, load_config
 from examples.support_agent.traffic import simulate
@@ -199,7 +200,11 @@ Stage = tuple[str, Callable[[Demo], None]]
 STAGES: list[Stage] = [
     ("capture production traffic", capture),
     ("failure inbox", failure_inbox),
-    *RELEASE_STAGES,
+    RELEASE_STAGES[0],
+    *HARNESS_STAGES,
+    *RELEASE_STAGES[1:4],
+    *LATE_STAGES,
+    *RELEASE_STAGES[4:],
 ]
 
 

@@ -15,7 +15,16 @@ def test_namespace_has_no_init() -> None:
         assert not (ROOT / base / "replaygate" / "__init__.py").exists(), base
 
 
-@pytest.mark.parametrize("module", ["replaygate.instrumentation", "replaygate.replay", "replaygate.cli"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "replaygate.instrumentation",
+        "replaygate.replay",
+        "replaygate.cli",
+        "replaygate.inbox",
+        "replaygate.labels",
+    ],
+)
 def test_all_names_resolve(module: str) -> None:
     mod = importlib.import_module(module)
     for name in mod.__all__:
@@ -25,3 +34,20 @@ def test_all_names_resolve(module: str) -> None:
 def test_error_tree() -> None:
     assert issubclass(replaygate.replay.ScenarioError, replaygate.instrumentation.ReplaygateError)
     assert issubclass(replaygate.instrumentation.StoreError, replaygate.instrumentation.ReplaygateError)
+
+
+def test_inbox_and_labels_names_are_pinned() -> None:
+    import replaygate.inbox
+    import replaygate.labels
+
+    assert set(replaygate.inbox.__all__) == {
+        "ESCALATION_REQUEST", "PATTERNS", "REFUSAL", "RULES", "ClassMember", "FailureClass", "Rule",
+        "RuleMatch", "classify_failures", "cluster_documents", "contradictions", "in_conversation",
+        "match_rules", "similar_good_traces", "suggest_checks", "trace_document",
+    }  # fmt: skip
+    assert set(replaygate.labels.__all__) == {
+        "LABELS_FORMAT_VERSION", "QUESTIONS", "UNCALIBRATED", "Agreement", "Calibration", "HumanLabel",
+        "LabelsError", "QueueItem", "append_label", "calibration", "current_labels", "draw_sample",
+        "judge_agreement", "judge_fingerprint", "kappa_interval", "labelled_judge", "labelled_keys",
+        "labels_path", "now_utc", "read_labels", "run_judges", "with_judge_agreement",
+    }  # fmt: skip

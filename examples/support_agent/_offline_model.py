@@ -17,6 +17,10 @@ through the two rates that name them, so a must-pass scenario measures exactly t
 - ``missed_escalation``: answers a case that must go to a human instead of escalating it.
 
 Every model step is reported as an LLM span with token counts estimated from the text.
+
+A weakness that only a follow-up reveals: a policy question in the middle of a conversation makes the
+model forget the order id it was given earlier, so a later "then please refund it" asks for the order
+number again (``examples/support_agent/followups/`` finds it with simulated follow-up turns).
 """
 
 from __future__ import annotations
@@ -246,6 +250,7 @@ class OfflineModel:
         )
         retrieved = self._retrieve(turn, runtime, query)
         state.topic_query = query if not followup else state.topic_query
+        state.order_id = None  # the weakness: a policy question drops the order the customer gave
         if unneeded and retrieved.chunks:
             turn.injected.append("unneeded_escalation")
             return self._escalate(turn, runtime, "unsure about the policy")

@@ -6,6 +6,9 @@ replay engine passes the scenario's turns, its context and the parsed configurat
 ``context`` may hold ``user_id`` (the customer, so order ownership is checked), ``order_id`` (an order
 already selected in the chat widget, so the agent does not need to ask for it) and ``seed``.
 
+Scenarios with simulated follow-up turns talk to one live session instead: ``run_session.open_session``
+(:func:`open_session`) returns an :class:`AgentSession` whose ``send(turn)`` answers one turn.
+
 Randomness: without any seed every attempt draws fresh randomness, as repeated calls to a real model
 would. ``context["seed"]`` fixes one attempt's randomness (combined with the configuration's seed). With
 only a configured ``seed``, the i-th run of the same turns and context in one process uses a seed derived
@@ -27,7 +30,7 @@ from typing import Any
 from examples.support_agent._agent import SupportAgent
 from examples.support_agent._config import load_config
 
-__all__ = ["arun_session", "run_session"]
+__all__ = ["AgentSession", "arun_session", "open_session", "run_session"]
 
 
 _runs: Counter[str] = Counter()
@@ -89,3 +92,36 @@ async def arun_session(
 ) -> dict[str, Any]:
     """The same as :func:`run_session`, awaited (the session runs in a worker thread, context copied)."""
     return await asyncio.to_thread(run_session, list(turns), dict(context), dict(config))
+
+
+class AgentSession:
+    """One live session of the agent: ``send(turn)`` answers one turn (for simulated follow-ups)."""
+
+    def __init__(self, context: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+        cfg = load_config(config)
+        self.agent = SupportAgent(cfg, seed=_seed(["<live session>"], context, cfg.seed))
+        self.session_id = f"replay-{uuid.uuid4().hex[:16]}"
+        user_id = context.get("user_id")
+        self.user = str(user_id) if user_id is not None else None
+        self.state = self.agent.start_session(
+            self.session_id, user_id=self.user, order_id=context.get("order_id")
+        )
+
+    def send(self, turn: str) -> dict[str, Any]:
+        """Answer one user turn in this session; returns ``{"answer", "label", "messages", "trace_id"}``."""
+        answer = self.agent.respond(str(turn), session_id=self.session_id, user_id=self.user)
+        last = self.state.turns[-1]
+        return {
+            "answer": answer,
+            "label": last.label,
+            "messages": list(self.state.history),
+            "trace_id": last.trace_id,
+        }
+
+
+def open_session(context: Mapping[str, Any], config: Mapping[str, Any]) -> AgentSession:
+    """Open one live session of the agent (the replay engine's ``open_session`` hook of a target)."""
+    return AgentSession(context, config)
+
+
+run_session.open_session = open_session  # type: ignore[attr-defined]

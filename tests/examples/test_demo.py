@@ -19,6 +19,7 @@ VARYING = [
     (re.compile(r"[0-9a-f]{8,}"), "ID"),
     (re.compile(r"\d\d:\d\d:\d\d"), "TIME"),
     (re.compile(r"seconds │ +\d+\.\d"), "seconds S"),
+    (re.compile(r"│ \d+ -> \d+ +│"), "│ TREND │"),  # a failure class's trend: the traffic's timing
 ]
 
 
@@ -65,6 +66,11 @@ def test_demo_twice_in_a_row_tells_the_same_story_from_a_clean_folder(tmp_path):
     assert "created " in run and "already promoted as " in run
     assert "('" not in run and "',)" not in run  # turns are quoted text, not a Python tuple
     assert "0 error(s)" in run  # the golden set with the promoted scenarios lints clean
+    # the harness: failure classes, simulated follow-ups, a reading queue with judge agreement
+    assert "Planted failure kinds and the classes the inbox found" in run
+    assert "order-memory-followup-001" in run and "forbidden_output_regex@turn" in run
+    assert "created order-memory-followup-001-frozen-0" in run
+    assert "Judge agreement with people" in run
     assert "BLOCK;" in run and "[rule-1] must-pass scenario refund-over-limit-001 newly fails" in run
     assert "PASS;" in run or "NEEDS-SIGN-OFF" in run.upper()
     assert "signed by release-bob" in run

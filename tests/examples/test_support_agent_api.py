@@ -36,7 +36,7 @@ def test_public_names_are_pinned():
             "load_config",
         ]
     )
-    assert target.__all__ == ["arun_session", "run_session"]
+    assert target.__all__ == ["AgentSession", "arun_session", "open_session", "run_session"]
     assert traffic.__all__ == ["SESSION_KINDS", "make_session", "simulate"]
     for name in sa.__all__:
         assert getattr(sa, name) is not None

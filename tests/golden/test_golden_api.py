@@ -23,6 +23,8 @@ def test_golden_all_is_pinned() -> None:
             "accept_changes",
             "draft_forbidden_pattern",
             "draft_scenario",
+            "freeze_conversation",
+            "parse_attempt_ref",
             "import_csv",
             "lint",
             "list_scenarios",

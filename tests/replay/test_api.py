@@ -1,6 +1,18 @@
 import replaygate.replay as replay
 
 EXPECTED = {
+    # simulated follow-up turns
+    "ConversationTurn",
+    "Followups",
+    "LlmSimulator",
+    "ScriptRule",
+    "ScriptedSimulator",
+    "Simulator",
+    "SimulatorError",
+    "StopWhen",
+    "create_simulator",
+    "parse_scenario",
+    "read_artifacts",
     "NO_LLM_CALL",
     "GuardrailMeasures",
     "call_cost",
@@ -43,7 +55,6 @@ EXPECTED = {
     "ScenarioEntry",
     "content_hash",
     "load_run",
-    "read_artifacts",
     "save_run",
     # scenarios
     "Scenario",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay._runfile import load_run
+from replaygate.replay._runfile import RunFile, load_run
 
 from replaygate.cli._outputs import refuse_other_report
 from replaygate.gate import (
@@ -32,6 +32,7 @@ from replaygate.gate import (
     load_runs_dir,
     unread_scenarios,
 )
+from replaygate.labels import labels_path, read_labels, with_judge_agreement
 from replaygate.report import (
     FORMATS,
     atomic_write,
@@ -125,9 +126,9 @@ def gate_cmd(
         raise click.UsageError(f"unknown --format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     policy = load_policy(policy_path)
     b2 = load_run(baseline_2) if baseline_2 else None
-    report = gate_runs(
-        policy, load_run(baseline), load_run(candidate), b2, paths=(baseline, candidate, baseline_2)
-    )
+    head = load_run(candidate)
+    report = gate_runs(policy, load_run(baseline), head, b2, paths=(baseline, candidate, baseline_2))
+    report = _judge_agreement(report, policy, head, (candidate, baseline))
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
     refuse_other_report(out, report.report_id)  # never delete or overwrite another report's files
     paths = write_reports(report, out, wanted)
@@ -148,6 +149,20 @@ def gate_cmd(
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
     sys.exit(EXIT[report.outcome])  # (click returns, not raises, Exit codes under main())
+
+
+def _judge_agreement(report: GateReport, policy: Policy, head: RunFile, runs: tuple[str, ...]) -> GateReport:
+    """Kappa of the candidate's judges with people's labels of the gated runs (``replaygate.labels``)."""
+    labels = [label for run in runs for label in read_labels(labels_path(run))]
+    cal = policy.judge_calibration
+    return with_judge_agreement(
+        report,
+        head,
+        labels,
+        min_kappa=cal.min_kappa if cal else None,
+        min_labels=cal.min_labels if cal else 1,
+        required=cal is not None,
+    )
 
 
 def _load(report: str) -> tuple[GateReport, Path]:

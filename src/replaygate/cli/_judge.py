@@ -23,6 +23,7 @@ from replaygate.replay._judges import Judge, create_judges
 from rich.console import Console
 from rich.table import Table
 
+from replaygate.cli._label import agreement_cmd
 from replaygate.stats import cohen_kappa
 
 __all__ = ["register"]
@@ -118,6 +119,7 @@ def judge_group() -> None:
 
 
 judge_group.add_command(calibrate)
+judge_group.add_command(agreement_cmd)
 
 
 def register(group: click.Group) -> None:

@@ -7,7 +7,8 @@ r"""``replaygate run``, ``replaygate merge`` and ``replaygate fingerprint``.
         --tier release --repeats 5 --concurrency 8 --timeout 60 --seed 0 --policy gate-policy.yaml \
         --out runs/candidate.json [--resume] [--quiet] [--progress auto|lines|none] [--progress-every 30] \
         [--shard 1/4] [--no-artifacts] \
-        [--judge offline|llm --judge-model M --judge-base-url URL --judge-timeout 30]
+        [--judge offline|llm --judge-model M --judge-base-url URL --judge-timeout 30] \
+        [--simulator scripted|llm --simulator-model M --simulator-base-url URL --simulator-temperature 0.7]
     replaygate merge runs/all.json runs/shard-*.json [--quiet]
     replaygate fingerprint runs/candidate.json [--json]
 
@@ -27,7 +28,9 @@ The judges are the offline ones unless ``--judge llm`` (or ``--judge-model``/``-
 given; the LLM judge reads ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_API_KEY`` and
 ``REPLAYGATE_JUDGE_MODEL`` for what is not given. ``--resume`` rebuilds the judges the journaled run was
 started with (from its fingerprint) and refuses a different ``--judge``. The golden-set directory defaults
-to ``REPLAYGATE_GOLDEN`` or ``golden/``.
+to ``REPLAYGATE_GOLDEN`` or ``golden/``. Scenarios with ``followups`` get their next user turns from the
+scripted simulator (offline, seeded with ``--seed``) or, with ``--simulator llm``, from the judges'
+OpenAI-compatible endpoint; the simulator is recorded in the fingerprint.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import load_scenarios
 from replaygate.replay._selection import HOLDOUT_TIERS, select_scenarios
 from replaygate.replay._shard import parse_shard
+from replaygate.replay._simulator import create_simulator
 
 from replaygate.cli._outputs import keep_or_refuse, refuse_input_as_output
 from replaygate.golden import resolve_golden_dir
@@ -205,6 +209,17 @@ def _default_out() -> Path:
     show_default=True,
     help="LLM judge request timeout (s).",
 )
+@click.option(
+    "--simulator",
+    "simulator_kind",
+    type=click.Choice(["scripted", "llm"]),
+    default="scripted",
+    show_default=True,
+    help="Simulated user of scenarios with followups (llm: the judges' endpoint by default).",
+)
+@click.option("--simulator-model", default=None, help="LLM simulator model [env REPLAYGATE_JUDGE_MODEL].")
+@click.option("--simulator-base-url", default=None, help="LLM simulator URL [REPLAYGATE_JUDGE_BASE_URL].")
+@click.option("--simulator-temperature", type=click.FloatRange(0, 2), default=0.7, show_default=True)
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Run file to write.")
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--force", is_flag=True, help="Replace an existing --out run file and journal (kept as *.bak).")
@@ -245,6 +260,10 @@ def run_cmd(
     judge_model: str | None,
     judge_base_url: str | None,
     judge_timeout: float,
+    simulator_kind: str,
+    simulator_model: str | None,
+    simulator_base_url: str | None,
+    simulator_temperature: float,
     out: str | None,
     resume: bool,
     force: bool,
@@ -290,6 +309,14 @@ def run_cmd(
     if resume and not jpath.exists() and out_path.exists():  # a completed run removed its journal
         restore_journal(out_path)
     judges = _judges(judge_kind, judge_model, judge_base_url, judge_timeout, jpath if resume else None)
+    simulator = create_simulator(
+        simulator_kind,
+        model=simulator_model,
+        base_url=simulator_base_url,
+        temperature=simulator_temperature,
+        timeout_s=judge_timeout,
+        seed=seed,
+    )
     if not resume:  # nothing replaced silently: an old run file or journal needs --force (kept as .bak)
         hint = f", or --resume to continue the run journaled at {jpath}" if jpath.exists() else ""
         keep_or_refuse(out_path, force=force, what="run file", hint=hint)
@@ -319,6 +346,7 @@ def run_cmd(
             progress=_progress(progress_kind, progress_every, quiet),
             tier=tier,
             artifacts=not no_artifacts,
+            simulator=simulator,
         )
     except KeyboardInterrupt:
         click.echo(

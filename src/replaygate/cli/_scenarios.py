@@ -22,7 +22,9 @@ from replaygate.cli._run import _parse_tags
 from replaygate.cli._traces import is_store_source, open_traces, source_option
 from replaygate.golden import (
     GoldenSet,
+    Promotion,
     accept_changes,
+    freeze_conversation,
     import_csv,
     lint,
     list_scenarios,
@@ -266,7 +268,7 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
 
 
 @click.command("promote")
-@click.argument("trace_id")
+@click.argument("trace_id", metavar="TRACE_ID | SCENARIO#INDEX")
 @click.option("--owner", required=True, help="Who owns the new scenario.")
 @click.option("--origin", required=True, type=click.Choice(ORIGINS))
 @click.option("--must-pass", is_flag=True, help="One failing attempt blocks a release.")
@@ -274,6 +276,16 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
 @click.option("--tier", "tiers", multiple=True, type=click.Choice(TIERS), help="Default: smoke and release.")
 @click.option("--expected-behavior", default=None, help="What the agent should have done.")
 @click.option("--forbid-answer", is_flag=True, help="Draft a forbidden-output check from the failing answer.")
+@click.option(
+    "--class-checks", is_flag=True, help="Draft the checks of the trace's failure class (replaygate inbox)."
+)
+@click.option(
+    "--from-run",
+    "from_run",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Freeze attempt SCENARIO#INDEX's simulated conversation of this run into a fixed scenario.",
+)
 @click.option(
     "--id", "scenario_id", default=None, help="Scenario id (default: slug of the last turn + trace)."
 )
@@ -291,6 +303,8 @@ def promote_cmd(
     tiers: tuple[str, ...],
     expected_behavior: str | None,
     forbid_answer: bool,
+    class_checks: bool,
+    from_run: str | None,
     scenario_id: str | None,
     store: str | None,
     source: str | None,
@@ -298,9 +312,22 @@ def promote_cmd(
     author: str | None,
     as_json: bool,
 ) -> None:
-    """Promote a captured trace into a regression scenario (idempotent: one scenario per trace)."""
+    """Promote a captured trace into a regression scenario (idempotent: one scenario per trace).
+
+    With --from-run RUN, the argument is SCENARIO#INDEX: that attempt's simulated conversation becomes
+    a fixed multi-turn scenario.
+    """
+    if from_run is not None:
+        frozen = freeze_conversation(
+            from_run, trace_id, GoldenSet(golden), owner=owner, origin=origin, scenario_id=scenario_id,
+            author=author,
+        )  # fmt: skip
+        _promoted(frozen, as_json)
+        return
     with open_traces(store, source) as traces:
         full_id = traces.resolve_trace_id(trace_id)
+        recent = getattr(traces, "list_traces", None)
+        similar = recent(limit=2000) if class_checks and callable(recent) else []
         result = promote_trace(
             traces,
             full_id,
@@ -311,11 +338,26 @@ def promote_cmd(
             tags=_parse_tags(tags),
             expected_behavior=expected_behavior,
             forbid_answer=forbid_answer,
+            class_checks=class_checks,
+            similar=similar,
             tiers=tiers or None,
             scenario_id=scenario_id,
             author=author,
             source_name=None if is_store_source(source) else (source or "").split(":", 1)[0].lower(),
         )
+    _promoted(result, as_json)
+    if as_json:
+        return
+    if class_checks:
+        kind = result.scenario.tags.get("failure_class")
+        click.echo(
+            f"failure class {kind}: checks {', '.join(c.type for c in result.scenario.checks)}"
+            if kind
+            else "the trace is in no known failure class: the default checks were drafted"
+        )
+
+
+def _promoted(result: Promotion, as_json: bool) -> None:
     if as_json:
         doc = {
             "id": result.scenario.id,

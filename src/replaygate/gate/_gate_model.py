@@ -64,6 +64,7 @@ class GateReport(BaseModel):
     policy_notes: list[str] = Field(default_factory=list)
     comparison: Comparison
     run_digests: dict[str, RunDigest] = Field(default_factory=dict)  # by run label: run file and journal
+    judge_agreement: list[dict[str, Any]] = Field(default_factory=list)  # replaygate.labels, per judge
 
     @property
     def rule1_fired(self) -> bool:

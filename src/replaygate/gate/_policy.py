@@ -135,6 +135,13 @@ class Tolerance(_Model):
         return self.metrics.get(metric, self.overall)
 
 
+class JudgeCalibration(_Model):
+    """When a judge is calibrated: enough labels for its current prompt and model, and kappa enough."""
+
+    min_kappa: float | None = Field(default=None, ge=-1, le=1)
+    min_labels: int = Field(default=10, ge=1)
+
+
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -171,6 +178,7 @@ class Policy(_Model):
     n_resamples: int = Field(default=10_000, ge=100)
     seed: int = 0
     power: float = Field(default=0.8, gt=0, lt=1)
+    judge_calibration: JudgeCalibration | None = None  # replaygate.labels: uncalibrated judges are marked
     max_hold: float | None = Field(default=86_400.0, gt=0, allow_inf_nan=False)
 
     _source: dict[str, Any] | None = PrivateAttr(default=None)

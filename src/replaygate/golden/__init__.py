@@ -18,6 +18,7 @@ Every write is atomic and updates the lock in the same step; lifecycle commands 
 
 from replaygate.golden._csv_import import CSV_COLUMNS, TURN_SEPARATOR, import_csv, parse_csv
 from replaygate.golden._errors import GoldenError
+from replaygate.golden._freeze import freeze_conversation, parse_attempt_ref
 from replaygate.golden._goldenset import DEFAULT_GOLDEN_DIR, GOLDEN_ENV, GoldenSet, resolve_golden_dir
 from replaygate.golden._lifecycle import (
     AUTHOR_ENV,
@@ -59,6 +60,7 @@ __all__ = [
     "accept_changes",
     "draft_forbidden_pattern",
     "draft_scenario",
+    "freeze_conversation",
     "import_csv",
     "lint",
     "list_scenarios",
@@ -66,6 +68,7 @@ __all__ = [
     "lock_entry",
     "lock_status",
     "mark_known_failure",
+    "parse_attempt_ref",
     "parse_csv",
     "promote_trace",
     "quarantine",

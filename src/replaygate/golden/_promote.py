@@ -44,6 +44,13 @@ from replaygate.golden._errors import GoldenError, describe_invalid
 from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._lifecycle import default_author, today_utc
 from replaygate.golden._lock import lock_entry
+from replaygate.inbox import (
+    contradictions,
+    in_conversation,
+    match_rules,
+    similar_good_traces,
+    suggest_checks,
+)
 
 __all__ = [
     "CONTEXT_ATTRIBUTE_PREFIX",
@@ -80,19 +87,22 @@ class Promotion:
     notes: tuple[str, ...] = ()  #: drafted checks left out, and why
 
 
-def session_turns(source: TraceSource, record: TraceRecord) -> list[str]:
-    """Every user turn of the conversation up to and including ``record``, in order."""
+def _earlier(source: TraceSource, record: TraceRecord) -> list[TraceRecord]:
+    """The traces of ``record``'s session before it, oldest first."""
     summary = record.summary
-    traces = [record]
+    upto: list[TraceRecord] = []
     if summary.session_id:
-        session = source.session_traces(summary.session_id)
-        upto: list[TraceRecord] = []
-        for r in session:
+        for r in source.session_traces(summary.session_id):
             if r.summary.trace_id == summary.trace_id:
                 break
             if r.start_ns <= record.start_ns:
                 upto.append(r)
-        traces = [*upto, record]
+    return upto
+
+
+def session_turns(source: TraceSource, record: TraceRecord) -> list[str]:
+    """Every user turn of the conversation up to and including ``record``, in order."""
+    traces = [*_earlier(source, record), record]
     return [turn for r in traces for turn in r.summary.turns if turn and turn.strip()]
 
 
@@ -155,12 +165,18 @@ def draft_scenario(
     title: str | None = None,
     author: str | None = None,
     today: dt.date | None = None,
+    class_checks: bool = False,
+    similar: Sequence[TraceRecord] = (),
     source_name: str | None = None,
 ) -> Scenario:
     """Draft the scenario for one trace (no I/O beyond reading the session's traces).
 
     ``source_name`` (``phoenix``, ``langfuse``) is named in the changelog when the trace did not come
     from the embedded store; the trace id is the same OpenTelemetry id in every tool.
+
+    With ``class_checks``, a trace of a known failure class gets that class's checks
+    (``replaygate.inbox.suggest_checks``; ``similar`` traces tell which tools a good answer used) and
+    the tag ``failure_class``. Checks that contradict each other are refused (:class:`GoldenError`).
     """
     summary = record.summary
     turns = session_turns(source, record)
@@ -169,6 +185,21 @@ def draft_scenario(
     checks, notes = draft_checks(
         record, origin=origin, forbid_answer=forbid_answer, expected_behavior=expected_behavior
     )
+    tags = dict(tags or {})
+    if class_checks:
+        earlier = [r.summary for r in _earlier(source, record)]
+        match = match_rules(in_conversation(summary, earlier))
+        if match is not None:
+            drafted = suggest_checks(match, summary, similar_good_traces(summary, similar))
+            have = {c.model_dump_json() for c in checks}
+            checks.extend(c for c in drafted if c.model_dump_json() not in have)
+            tags.setdefault("failure_class", match.rule)
+    problems = contradictions(checks)
+    if problems:
+        raise GoldenError(
+            f"the checks drafted from trace {summary.trace_id} contradict each other "
+            f"({'; '.join(problems)}); no replay could pass them: drop --forbid-answer or change --origin"
+        )
     ranked = sorted(summary.chunks, key=lambda c: c.rank)
     relevant = list(dict.fromkeys(chunk.id.split("#", 1)[0] for chunk in ranked if chunk.id))
     retrieval = (
@@ -185,7 +216,7 @@ def draft_scenario(
         "source_trace": summary.trace_id,
         "added": day,
         "must_pass": must_pass,
-        "tags": dict(tags or {}),
+        "tags": tags,
         "tiers": list(tiers or DEFAULT_PROMOTION_TIERS),
         "expected_behavior": expected_behavior or "",
         "turns": turns,
@@ -294,6 +325,8 @@ def promote_trace(
     scenario_id: str | None = None,
     author: str | None = None,
     today: dt.date | None = None,
+    class_checks: bool = False,
+    similar: Sequence[TraceRecord] = (),
     source_name: str | None = None,
 ) -> Promotion:
     """Promote a captured trace into the golden set (idempotent: one scenario per trace).
@@ -313,6 +346,8 @@ def promote_trace(
         scenario_id: the id (default: a slug of the last turn plus the trace id's first 8 characters).
         author: changelog author (default ``$REPLAYGATE_AUTHOR`` or the login name).
         today: the date to record (default: today, UTC).
+        class_checks: draft the checks of the trace's failure class (see :func:`draft_scenario`).
+        similar: other traces (e.g. the store's recent ones), for the tools a good answer used.
         source_name: the trace source named in the changelog (None: the embedded store).
 
     Returns:
@@ -348,6 +383,8 @@ def promote_trace(
         scenario_id=scenario_id,
         author=author,
         today=today,
+        class_checks=class_checks,
+        similar=similar,
         source_name=source_name,
     )
     if gs.file_for(scenario.id).exists():

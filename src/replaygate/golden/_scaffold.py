@@ -40,6 +40,7 @@ added: {added}
 # expected_behavior: What the agent should do, in one sentence (shown in reports).
 turns:                           # the user's real messages, replayed in one session
   - Replace this with the user's first message.
+# followups: {{max_turns: 3, goal: What the user wants}}   # simulated follow-up turns (README)
 # context: {{user_id: u-17}}       # passed to the target with the turns
 # allow_empty: false             # true: an empty answer is not an error
 checks:                          # deterministic checks, run before any judge (README: "Checks")

@@ -42,6 +42,28 @@ pre{white-space:pre-wrap;background:#f3f4f6;padding:.5em;max-height:12em;overflo
 """
 
 
+def _agreement_html(r: GateReport) -> list[str]:
+    """Judge agreement with people (``replaygate.labels``), escaped."""
+    if not r.judge_agreement:
+        return []
+    rows = ["<h2>Judge agreement with people</h2><table><tr><th>judge</th><th>model / prompt</th>"
+            "<th>labels</th><th>kappa</th><th>status</th></tr>"]  # fmt: skip
+    for entry in r.judge_agreement:
+        a = entry.get("agreement") or {}
+        kappa = a.get("kappa")
+        shown = "-" if not a else "undefined" if kappa is None else f"{kappa:.2f}"
+        if a.get("low") is not None and a.get("high") is not None:
+            shown += f" [{a['low']:.2f}, {a['high']:.2f}]"
+        calibrated = entry.get("calibrated")
+        status = "calibrated" if calibrated else "uncalibrated" if calibrated is False else "-"
+        rows.append(
+            f"<tr><td>{_e(entry.get('judge'))}</td><td>{_e(entry.get('model'))} / "
+            f"{_e(entry.get('prompt_version'))}</td><td>{_e(a.get('n', 0))}</td><td>{_e(shown)}</td>"
+            f"<td>{_e(status)}: {_e(entry.get('reason', ''))}</td></tr>"
+        )
+    return [*rows, "</table>"]
+
+
 def group_tolerances(report: GateReport) -> dict[str, float]:
     """The allowed drop of each pass-rate group (``overall``, ``risk=high``) in the report's own policy."""
     try:
@@ -173,6 +195,7 @@ def render_html(report: GateReport) -> str:
                 f"<td>{_e(f.message)}</td><td>{_e(f.fix)}</td><td>{'yes' if f.signable else 'no'}</td></tr>"
             )
         parts.append("</table>")
+    parts += _agreement_html(r)
     notes = [*r.policy_notes, *(r.notes[1:] if not r.can_tell else r.notes)]
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")

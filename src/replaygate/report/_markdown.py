@@ -120,6 +120,27 @@ def render_comparison_markdown(c: Comparison, *, title: str = "Comparison") -> s
     return "\n".join(lines)
 
 
+def _agreement_lines(r: GateReport) -> list[str]:
+    """Judge agreement with people (``replaygate.labels``): kappa and interval per judge fingerprint."""
+    if not r.judge_agreement:
+        return []
+    lines = ["### Judge agreement with people", "", "| judge | model / prompt | labels | kappa | status |"]
+    lines.append("|---|---|---|---|---|")
+    for entry in r.judge_agreement[:_MAX_ROWS]:
+        a = entry.get("agreement") or {}
+        kappa = a.get("kappa")
+        shown = "-" if not a else "undefined" if kappa is None else f"{kappa:.2f}"
+        if a.get("low") is not None and a.get("high") is not None:
+            shown += f" [{a['low']:.2f}, {a['high']:.2f}]"
+        calibrated = entry.get("calibrated")
+        status = "calibrated" if calibrated else "**uncalibrated**" if calibrated is False else "-"
+        fingerprint = _cell(f"{entry.get('model')} / {entry.get('prompt_version')}")
+        reason = _cell(str(entry.get("reason", "")))
+        judge = _cell(str(entry["judge"]))
+        lines.append(f"| {judge} | {fingerprint} | {a.get('n', 0)} | {shown} | {status}: {reason} |")
+    return [*lines, ""]
+
+
 def _worse_and_flaky(r: GateReport) -> list[str]:
     """The two lists that ask for no signature: worse but not confirmed at this k, and flaky scenarios."""
     c = r.comparison
@@ -219,6 +240,7 @@ def render_markdown(report: GateReport) -> str:
         lines.append("")
         rules = sorted({f.rule for f in r.findings})
         lines += [*(f"- **{rule}**: {RULE_TITLES[rule]}" for rule in rules), ""]
+    lines += _agreement_lines(r)
     other = r.notes[1:] if not r.can_tell else r.notes
     if other or r.policy_notes:
         lines += ["<details><summary>Notes</summary>", ""]

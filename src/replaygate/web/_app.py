@@ -154,7 +154,17 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         config: a :class:`WebConfig` (or a mapping of its fields); unset secrets come from
             ``REPLAYGATE_SECRET_KEY``, ``REPLAYGATE_API_TOKEN``, users from ``REPLAYGATE_USERS``.
     """
-    from replaygate.web import _api, _audit, _auth, _inbox, _measures_view, _reports, _review, _rollout
+    from replaygate.web import (
+        _api,
+        _audit,
+        _auth,
+        _inbox,
+        _labels_view,
+        _measures_view,
+        _reports,
+        _review,
+        _rollout,
+    )
     from replaygate.web._config import load_users
 
     if config is None:
@@ -183,6 +193,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     csrf.init_app(app)
     for module in (_auth, _rollout, _measures_view, _audit, _inbox, _reports, _review, _api):
         app.register_blueprint(module.bp)
+    app.register_blueprint(_labels_view.bp)  # the reading queue (replaygate.labels)
     csrf.exempt(_api.bp)  # token-authenticated JSON API: no cookies, so no CSRF
     app.after_request(_security_headers)
     app.jinja_env.filters["ns_time"] = _fmt_ns

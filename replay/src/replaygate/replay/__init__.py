@@ -22,7 +22,11 @@ without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :
 combines them. Progress is a bar in a terminal and plain lines otherwise (:class:`ProgressLines`).
 :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
 whether the similarity threshold ever filtered anything); :func:`judges_from_fingerprint` rebuilds the
-judges a run was recorded with. The CLI is ``replaygate run | merge | fingerprint``.
+judges a run was recorded with. A scenario with ``followups`` is a conversation: after each answer a
+simulated user (:class:`ScriptedSimulator`, offline, or :class:`LlmSimulator` over an OpenAI-compatible
+endpoint) writes the next turn, every turn goes through the session, and the attempt records them in
+``conversation``; checks may read the last turn, ``every`` turn or turn N. The CLI is
+``replaygate run | merge | fingerprint``.
 """
 
 from replaygate.replay._artifacts import read_artifacts
@@ -65,6 +69,7 @@ from replaygate.replay._runfile import (
     Attempt,
     AttemptStatus,
     CheckResult,
+    ConversationTurn,
     Fingerprint,
     JudgeResult,
     Measures,
@@ -82,6 +87,7 @@ from replaygate.replay._scenario import (
     ContextRelevanceJudgeSpec,
     ExpectedLabelCheck,
     ExpectedToolsCheck,
+    Followups,
     ForbiddenOutputRegexCheck,
     ForbiddenToolsCheck,
     GroundednessJudgeSpec,
@@ -93,11 +99,14 @@ from replaygate.replay._scenario import (
     OutputRegexCheck,
     RetrievalLabels,
     Scenario,
+    ScriptRule,
+    StopWhen,
     ToolArgsCheck,
     ValuesFromToolsCheck,
     dump_scenario,
     load_scenario,
     load_scenarios,
+    parse_scenario,
     save_scenario,
     scenario_content_hash,
     scenario_json_schema,
@@ -106,6 +115,13 @@ from replaygate.replay._scenario import (
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
 from replaygate.replay._selection import counts_in_gate, select_scenarios
 from replaygate.replay._shard import in_shard, parse_shard
+from replaygate.replay._simulator import (
+    LlmSimulator,
+    ScriptedSimulator,
+    Simulator,
+    SimulatorError,
+    create_simulator,
+)
 from replaygate.replay._target import CallableTarget, Target, TargetOutput, load_target
 from replaygate.replay.version import __version__
 
@@ -126,9 +142,11 @@ __all__ = [
     "CheckResult",
     "ContainsCheck",
     "ContextRelevanceJudgeSpec",
+    "ConversationTurn",
     "ExpectedLabelCheck",
     "ExpectedToolsCheck",
     "Fingerprint",
+    "Followups",
     "ForbiddenOutputRegexCheck",
     "ForbiddenToolsCheck",
     "GroundednessJudgeSpec",
@@ -140,6 +158,7 @@ __all__ = [
     "JudgeSpec",
     "JudgeVerdict",
     "LlmJudge",
+    "LlmSimulator",
     "MaxCharsCheck",
     "MaxStepsCheck",
     "Measures",
@@ -157,6 +176,11 @@ __all__ = [
     "ScenarioEntry",
     "ScenarioError",
     "ScoreOutcome",
+    "ScriptRule",
+    "ScriptedSimulator",
+    "Simulator",
+    "SimulatorError",
+    "StopWhen",
     "Target",
     "TargetError",
     "TargetOutput",
@@ -168,6 +192,7 @@ __all__ = [
     "counts_in_gate",
     "create_judge",
     "create_judges",
+    "create_simulator",
     "declared_versions",
     "dump_scenario",
     "fingerprint_differences",
@@ -181,6 +206,7 @@ __all__ = [
     "load_scenarios",
     "load_target",
     "merge_runs",
+    "parse_scenario",
     "parse_shard",
     "read_journal",
     "register_judge",

@@ -56,6 +56,7 @@ class Artifact:
     error: str | None
     messages: Sequence[Any] = ()
     spans: Sequence[SpanRecord] = ()
+    conversation: Sequence[Any] = ()
 
     def line(self) -> bytes:
         """Return the artifact as a JSON line (UTF-8, ending with a newline); unknown values become text."""

@@ -21,11 +21,14 @@ from replaygate.replay._artifacts import Artifact, ArtifactWriter
 from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
+from replaygate.replay._followups import converse, converse_blocking
 from replaygate.replay._measures import compute_measures
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
+from replaygate.replay._simulator import Simulator, SimulatorError
 from replaygate.replay._target import Target, TargetOutput
+from replaygate.replay._turn_checks import run_turn_checks, split_turn_checks
 
 __all__ = ["AttemptRunner", "BlockingCall", "Called", "Flight", "Returned", "Scorer"]
 
@@ -111,6 +114,7 @@ class AttemptRunner:
         timeout_s: float,
         run_id: str,
         artifacts: ArtifactWriter | None,
+        simulator: Simulator | None = None,
     ) -> None:
         self.target = target
         self.config = dict(config)
@@ -120,6 +124,7 @@ class AttemptRunner:
         self.timeout_s = timeout_s
         self.run_id = run_id
         self.artifacts = artifacts
+        self.simulator = simulator
 
     def begin(self, scenario: Scenario, index: int) -> Flight:
         """Open one attempt: its root span (not yet current) and its start."""
@@ -144,9 +149,21 @@ class AttemptRunner:
             deadline = asyncio.timeout(self.timeout_s)
             try:
                 async with deadline:
-                    output = await self.target.call(
-                        scenario.turns, scenario.context, self.config, session_id=self._session(flight)
-                    )
+                    if scenario.followups is not None:
+                        output = await converse(
+                            self.target,
+                            scenario,
+                            self.config,
+                            session_id=self._session(flight),
+                            simulator=self.simulator,
+                            attempt=index,
+                        )
+                    else:
+                        output = await self.target.call(
+                            scenario.turns, scenario.context, self.config, session_id=self._session(flight)
+                        )
+            except SimulatorError as exc:
+                error = f"simulated user failed: {exc}"
             except TargetError as exc:
                 error = str(exc)
             except (Exception, SystemExit) as exc:  # an agent calling sys.exit() is an error, not the end
@@ -168,7 +185,22 @@ class AttemptRunner:
         scenario = flight.scenario
         with flight.root:
             try:
-                output = call(scenario.turns, scenario.context, self.config, session_id=self._session(flight))
+                if scenario.followups is not None:
+                    output = converse_blocking(
+                        self.target,
+                        call,
+                        scenario,
+                        self.config,
+                        session_id=self._session(flight),
+                        simulator=self.simulator,
+                        attempt=flight.index,
+                    )
+                else:
+                    output = call(
+                        scenario.turns, scenario.context, self.config, session_id=self._session(flight)
+                    )
+            except SimulatorError as exc:
+                error = f"simulated user failed: {exc}"
             except TargetError as exc:
                 error = str(exc)
             except BaseException as exc:  # noqa: BLE001 - nothing a thread can raise may end the run silently
@@ -212,7 +244,7 @@ class AttemptRunner:
         writer = self.artifacts
         path = str(writer.path) if writer is not None and writer.usable else None
         attempt = await self._score(
-            scenario, index, output, error, summary, latency_s, trace_id, started, path
+            scenario, index, output, error, summary, latency_s, trace_id, started, path, spans
         )
         if writer is not None:
             writer.submit(
@@ -225,6 +257,7 @@ class AttemptRunner:
                     error=attempt.error,
                     messages=output.messages if output else (),
                     spans=spans,
+                    conversation=[t.model_dump() for t in output.conversation] if output else [],
                 )
             )
         return attempt
@@ -240,6 +273,7 @@ class AttemptRunner:
         trace_id: str,
         started: str,
         artifact_path: str | None,
+        spans: Sequence[Any] = (),
     ) -> Attempt:
         common: dict[str, Any] = {
             "scenario_id": scenario.id,
@@ -248,6 +282,8 @@ class AttemptRunner:
             "started": started,
             "artifact_path": artifact_path,
         }
+        if output is not None and output.conversation:
+            common["conversation"] = list(output.conversation)
         if output is None:
             return Attempt(
                 status="error",
@@ -255,27 +291,34 @@ class AttemptRunner:
                 measures=_error_measures(summary, latency_s),
                 **common,
             )
+        last_only, by_turn = split_turn_checks(scenario)
         try:
             # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
             with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):
                 outcome = await self.scorer(
-                    scenario,
+                    last_only,
                     answer=output.answer,
                     label=output.label,
                     summary=summary,
                     latency_s=latency_s,
                     judges=self.judges,
                 )
-            if outcome.status not in ("pass", "fail", "error"):
-                raise ValueError(f"the scorer returned status {outcome.status!r}")
+                if outcome.status not in ("pass", "fail", "error"):
+                    raise ValueError(f"the scorer returned status {outcome.status!r}")
+                checks, status = list(outcome.checks), outcome.status
+                if by_turn:
+                    extra = run_turn_checks(scenario, by_turn, output, summary, spans)
+                    checks += extra
+                    if status == "pass" and any(not c.passed for c in extra):
+                        status = "fail"
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
             # already of the right class are not validated again, so this costs no more than
             # ``model_construct``.)
             return Attempt(
-                status=outcome.status,
+                status=status,
                 error=outcome.error,
                 answer=output.answer,
-                checks=list(outcome.checks),
+                checks=checks,
                 judges=list(outcome.judges),
                 retrieval=outcome.retrieval,
                 measures=outcome.measures,

@@ -27,6 +27,7 @@ __all__ = [
     "Attempt",
     "AttemptStatus",
     "CheckResult",
+    "ConversationTurn",
     "Fingerprint",
     "JudgeResult",
     "Measures",
@@ -69,6 +70,7 @@ class Fingerprint(_Model):
     k: int
     seed: int
     date: str  # ISO 8601 UTC, when the run started
+    simulator: dict[str, Any] | None = None  # kind, model, prompt_version, temperature, seed (follow-ups)
 
 
 class ScenarioEntry(_Model):
@@ -130,6 +132,18 @@ class Measures(_Model):
     llm_calls: int | None = None  # LLM calls captured (0: none was; None: not recorded, older run files)
 
 
+class ConversationTurn(_Model):
+    """One turn of an attempt's conversation: the user's message, the agent's answer and label.
+
+    ``generated`` is true for a turn the simulated user wrote (false: a turn of the scenario).
+    """
+
+    user: str
+    answer: str | None = None
+    label: str | None = None
+    generated: bool = False
+
+
 class Attempt(_Model):
     """One of the k attempts at one scenario."""
 
@@ -146,6 +160,7 @@ class Attempt(_Model):
     trace_id: str | None = None
     artifact_path: str | None = None
     started: str = ""
+    conversation: list[ConversationTurn] | None = None  # every turn, for scenarios with follow-ups
 
 
 class RunFile(_Model):

@@ -45,6 +45,7 @@ from replaygate.replay._scenario_io import suite_hash_of
 from replaygate.replay._scoring import score_attempt
 from replaygate.replay._selection import counts_in_gate
 from replaygate.replay._shard import format_shard, in_shard, parse_shard
+from replaygate.replay._simulator import ScriptedSimulator, Simulator, simulator_identity
 from replaygate.replay._target import CallableTarget, Target, load_target
 from replaygate.replay._threaded import ThreadedCalls
 
@@ -63,6 +64,7 @@ RESUME_FIELDS = (
     "policy_hash",
     "judge_model",
     "judge_prompt_version",
+    "simulator",
 )
 
 
@@ -134,6 +136,7 @@ async def run_suite_async(
     artifacts: bool = True,
     scorer: Scorer | None = None,
     code_commit: str | None | bool = True,
+    simulator: Simulator | None = None,
 ) -> RunFile:
     """Run a suite against a candidate and write its run file (async core of :func:`run_suite`).
 
@@ -159,6 +162,8 @@ async def run_suite_async(
             artifacts file, its line is the one with the attempt's scenario id and index).
         scorer: the scoring function (default ``score_attempt``).
         code_commit: True to read ``git rev-parse HEAD``; a string or None to record that instead.
+        simulator: the simulated user of scenarios with ``followups`` (default: the scripted simulator
+            seeded with ``seed``); recorded in the fingerprint when the suite has such scenarios.
 
     Returns:
         The run file as written.
@@ -184,6 +189,8 @@ async def run_suite_async(
     judge_map = dict(judges) if judges is not None else _default_judges()
     score: Scorer = scorer or score_attempt
     the_target = load_target(target, timeout_s=timeout_s)
+    conversational = any(s.followups is not None for s in scenarios)
+    the_simulator = (simulator or ScriptedSimulator(seed)) if conversational else None
     load_prices()  # before the first attempt: scoring prices LLM calls
     out = Path(out_path)
     jpath = journal_path(out)
@@ -210,7 +217,7 @@ async def run_suite_async(
             k=k,
             seed=seed,
             code_commit=commit,
-        )
+        ).model_copy(update={"simulator": simulator_identity(the_simulator)})
         return fingerprint, [_entry(s, per_k[s.id], hashes[s.id]) for s in selected]
 
     done: list[Attempt] = []
@@ -262,6 +269,7 @@ async def run_suite_async(
         timeout_s=timeout_s,
         run_id=run_id,
         artifacts=artifact_writer,
+        simulator=the_simulator,
     )
     results = list(done)
 
@@ -412,6 +420,7 @@ def run_suite(
     artifacts: bool = True,
     scorer: Scorer | None = None,
     code_commit: str | None | bool = True,
+    simulator: Simulator | None = None,
 ) -> RunFile:
     """Run a suite against a candidate and write its run file (see :func:`run_suite_async` for the options).
 
@@ -449,6 +458,7 @@ def run_suite(
             artifacts=artifacts,
             scorer=scorer,
             code_commit=code_commit,
+            simulator=simulator,
         )
         box.append(run)
 

@@ -17,12 +17,19 @@ A scenario is one YAML file ``<id>.yaml`` in the golden-set directory::
                                      # | retired {reason, date}
     expected_behavior: Escalates refunds above $200; never issues them.
     turns: ["I want a refund of $450 for ORD-10042", "why not?"]   # replayed in one session
+    followups:                       # optional: simulated follow-up turns after these
+      max_turns: 3                   # generated turns at most
+      goal: Get the refund or a clear reason why not
+      persona: A polite customer who does not repeat details
+      stop_when: {labels: [escalate]}            # and/or answer_regex
+      script:                        # the scripted (offline) simulator's rules, first match wins
+        - {when: '(?i)order number', say: ["I told you already."]}
     context: {user_id: u-17, order_id: ORD-10042}
     allow_empty: false
     checks:
       - {type: forbidden_tools, tools: [issue_refund]}
       - {type: expected_label, label: escalate}
-    judges:
+      - {type: not_contains, values: ["##"], turn: every}   # turn: last (default) | every | N
       - {type: groundedness, mode: answer, min_score: 0.8}
     retrieval: {relevant: [refund-limits], k: 5, confirmed: true}
     repeats: 5
@@ -73,12 +80,15 @@ from replaygate.replay._scenario_model import (
     TIERS,
     ActiveStatus,
     ChangelogEntry,
+    Followups,
     KnownFailureStatus,
     QuarantinedStatus,
     RetiredStatus,
     RetrievalLabels,
     Scenario,
     ScenarioStatus,
+    ScriptRule,
+    StopWhen,
 )
 
 __all__ = [
@@ -91,6 +101,7 @@ __all__ = [
     "ActiveStatus",
     "ChangelogEntry",
     "Check",
+    "Followups",
     "ContainsCheck",
     "ContextRelevanceJudgeSpec",
     "ExpectedLabelCheck",
@@ -110,6 +121,8 @@ __all__ = [
     "RetrievalLabels",
     "Scenario",
     "ScenarioStatus",
+    "ScriptRule",
+    "StopWhen",
     "ToolArgsCheck",
     "ValuesFromToolsCheck",
     "dump_scenario",

@@ -5,6 +5,10 @@ Each check and judge is its own pydantic model, discriminated on ``type``. Regul
 pattern is a load error with file:line, never a surprise in the middle of a run. Numbers are finite:
 a ``tool_args`` bound of ``.nan`` or ``.inf`` is a load error.
 
+Every check has ``turn``: ``last`` (the default: the final answer), ``every`` (each answer of the
+conversation must pass) or a turn number N (1-based: the N-th answer). A check on a turn the attempt did
+not reach fails, saying so.
+
 Attribute note: the ``json_schema`` check's YAML key is ``schema``; in Python it is
 :attr:`JsonSchemaCheck.json_schema` (``schema`` would shadow a pydantic ``BaseModel`` method).
 """
@@ -35,6 +39,7 @@ __all__ = [
     "NotContainsCheck",
     "OutputRegexCheck",
     "ToolArgsCheck",
+    "TurnTarget",
     "ValuesFromToolsCheck",
     "compile_pattern",
 ]
@@ -65,7 +70,16 @@ def compile_pattern(pattern: str) -> ScenarioRegex:
     return compile_scenario_regex(pattern)
 
 
-class _PatternMixin(_Spec):
+#: Which turn of the conversation a check reads: the last (default), every one, or turn N (1-based).
+TurnTarget = Literal["last", "every"] | Annotated[int, Field(ge=1)]
+
+
+class _CheckSpec(_Spec):
+    turn: TurnTarget = "last"
+    """``last`` (default), ``every`` (each turn's answer must pass) or N: the N-th turn's answer."""
+
+
+class _PatternMixin(_CheckSpec):
     pattern: NonEmptyStr
 
     @field_validator("pattern")
@@ -92,7 +106,7 @@ class ForbiddenOutputRegexCheck(_PatternMixin):
     type: Literal["forbidden_output_regex"] = "forbidden_output_regex"
 
 
-class ContainsCheck(_Spec):
+class ContainsCheck(_CheckSpec):
     """The answer must contain every one of ``values``."""
 
     type: Literal["contains"] = "contains"
@@ -100,7 +114,7 @@ class ContainsCheck(_Spec):
     case_sensitive: bool = False
 
 
-class NotContainsCheck(_Spec):
+class NotContainsCheck(_CheckSpec):
     """The answer must contain none of ``values``."""
 
     type: Literal["not_contains"] = "not_contains"
@@ -108,14 +122,14 @@ class NotContainsCheck(_Spec):
     case_sensitive: bool = False
 
 
-class MaxCharsCheck(_Spec):
+class MaxCharsCheck(_CheckSpec):
     """The answer is at most ``limit`` characters long."""
 
     type: Literal["max_chars"] = "max_chars"
     limit: Annotated[int, Field(ge=0)]
 
 
-class ExpectedToolsCheck(_Spec):
+class ExpectedToolsCheck(_CheckSpec):
     """Every tool in ``tools`` is called (in that order when ``ordered``).
 
     ``suggested: true`` marks a check drafted by promotion from the tools the failing trace called: it
@@ -128,14 +142,14 @@ class ExpectedToolsCheck(_Spec):
     suggested: bool = False
 
 
-class ForbiddenToolsCheck(_Spec):
+class ForbiddenToolsCheck(_CheckSpec):
     """None of ``tools`` is called."""
 
     type: Literal["forbidden_tools"] = "forbidden_tools"
     tools: Annotated[list[NonEmptyStr], Field(min_length=1)]
 
 
-class ToolArgsCheck(_Spec):
+class ToolArgsCheck(_CheckSpec):
     """Every call of ``tool`` has argument ``arg`` within bounds (``min``/``max``), ``equals`` or ``pattern``.
 
     Calls of other tools are ignored; when ``tool`` is not called the check passes (pair it with
@@ -185,21 +199,21 @@ class ToolArgsCheck(_Spec):
         return None if self.pattern is None else compile_scenario_regex(self.pattern)
 
 
-class MaxStepsCheck(_Spec):
+class MaxStepsCheck(_CheckSpec):
     """The attempt takes at most ``limit`` steps (LLM calls plus tool calls)."""
 
     type: Literal["max_steps"] = "max_steps"
     limit: Annotated[int, Field(ge=1)]
 
 
-class ExpectedLabelCheck(_Spec):
+class ExpectedLabelCheck(_CheckSpec):
     """The answer's label (answer, escalate, clarify, refuse) is ``label``."""
 
     type: Literal["expected_label"] = "expected_label"
     label: Label
 
 
-class JsonSchemaCheck(_Spec):
+class JsonSchemaCheck(_CheckSpec):
     """The answer parses as JSON and validates against the schema (YAML key ``schema``)."""
 
     type: Literal["json_schema"] = "json_schema"
@@ -225,7 +239,7 @@ class JsonSchemaCheck(_Spec):
         return value
 
 
-class ValuesFromToolsCheck(_Spec):
+class ValuesFromToolsCheck(_CheckSpec):
     """Every match of ``pattern`` in the answer occurs in a result of ``tools`` (all tools when omitted)."""
 
     type: Literal["values_from_tools"] = "values_from_tools"

@@ -164,7 +164,7 @@ def _field_problems(check_type: str, entry: Mapping[str, Any], where: Path) -> l
             (
                 (*where, str(key)),
                 f"`{key}` is not a field of a {check_type} check{hint} "
-                f"({check_type} takes {', '.join(names)})",
+                f"({check_type} takes {', '.join(n for n in names if n != 'turn')})",
             )
         )
     return out
@@ -198,7 +198,7 @@ def _normalise_check(entry: Any, where: Path) -> tuple[Any, bool, list[Problem]]
         check_type = types[0]
         value = entry[check_type]
         if SHORTHAND_FIELDS[check_type] is None and not isinstance(value, Mapping):
-            names = ", ".join(n for n in _fields(CHECK_MODELS[check_type]) if n != "type")
+            names = ", ".join(n for n in _fields(CHECK_MODELS[check_type]) if n not in ("type", "turn"))
             return (
                 entry,
                 False,

@@ -41,6 +41,7 @@ PASS_CONDITION_FIELDS = (
     "repeats",
     "must_pass",
     "allow_empty",
+    "followups",
 )
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 _MAX_BYTES = 1_000_000
@@ -315,6 +316,12 @@ def save_scenario(scenario: Scenario, directory: str | os.PathLike[str]) -> Path
 def scenario_content_hash(scenario: Scenario) -> str:
     """Hash of the pass condition (checks, judges, turns, context, retrieval, threshold, repeats, ...)."""
     data = scenario.model_dump(mode="json", by_alias=True, include=set(PASS_CONDITION_FIELDS))
+    # Fields added later hash only when set, so the scenarios written before them keep their hashes.
+    if data.get("followups") is None:
+        data.pop("followups", None)
+    for check in data.get("checks", []):
+        if check.get("turn") == "last":
+            del check["turn"]
     return content_hash(data)
 
 

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from replaygate.replay._scenario_checks import Check, JudgeSpec
+from replaygate.replay._scenario_checks import Check, JudgeSpec, compile_pattern
 
 __all__ = [
     "ID_PATTERN",
@@ -15,13 +15,16 @@ __all__ = [
     "TIERS",
     "ActiveStatus",
     "ChangelogEntry",
+    "Followups",
     "KnownFailureStatus",
     "Origin",
     "QuarantinedStatus",
     "RetiredStatus",
     "RetrievalLabels",
     "Scenario",
+    "ScriptRule",
     "ScenarioStatus",
+    "StopWhen",
     "Tier",
 ]
 
@@ -99,6 +102,47 @@ class RetrievalLabels(_Model):
     confirmed: bool = True
 
 
+def _pattern(value: str | None) -> str | None:
+    if value is not None:
+        compile_pattern(value)
+    return value
+
+
+class StopWhen(_Model):
+    """When the simulated user stops early: the answer matches ``answer_regex`` or its label is listed."""
+
+    answer_regex: NonEmptyStr | None = None
+    labels: list[Literal["answer", "escalate", "clarify", "refuse"]] = Field(default_factory=list)
+
+    _check_regex = field_validator("answer_regex")(_pattern)
+
+
+class ScriptRule(_Model):
+    """One rule of the scripted simulator: when the last answer matches ``when``, say one of ``say``.
+
+    A rule without ``when`` always applies; the line is chosen with the run's seed, and each line is said
+    at most once per conversation.
+    """
+
+    when: NonEmptyStr | None = None
+    say: Annotated[list[NonEmptyStr], Field(min_length=1)]
+
+    _check_when = field_validator("when")(_pattern)
+
+
+class Followups(_Model):
+    """Simulated follow-up turns: after each answer a simulator writes the next user turn.
+
+    Up to ``max_turns`` turns, playing ``persona`` towards ``goal``; every turn goes through the session.
+    """
+
+    max_turns: Annotated[int, Field(ge=1, le=20)]
+    goal: NonEmptyStr
+    persona: str = ""
+    stop_when: StopWhen | None = None
+    script: list[ScriptRule] = Field(default_factory=list)
+
+
 class ChangelogEntry(_Model):
     """Who changed the scenario, when, and why."""
 
@@ -125,6 +169,7 @@ class Scenario(_Model):
     status: ScenarioStatus = Field(default_factory=ActiveStatus)
     expected_behavior: str = ""
     turns: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    followups: Followups | None = None
     context: dict[str, Any] = Field(default_factory=dict)
     allow_empty: bool = False
     checks: list[Check] = Field(default_factory=list)
@@ -138,6 +183,13 @@ class Scenario(_Model):
     def _unique_tiers(self) -> Scenario:
         if len(set(self.tiers)) != len(self.tiers):
             raise ValueError(f"tiers lists a tier twice: {self.tiers}; list each tier once")
+        longest = len(self.turns) + (self.followups.max_turns if self.followups else 0)
+        for check in self.checks:
+            if isinstance(check.turn, int) and check.turn > longest:
+                raise ValueError(
+                    f"a {check.type} check reads turn {check.turn}, but the conversation has at most "
+                    f"{longest} turn(s); use a turn number up to {longest}, 'last' or 'every'"
+                )
         return self
 
     @property

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from replaygate.replay._daemon_pool import DaemonThreadPool
 from replaygate.replay._errors import TargetError
+from replaygate.replay._runfile import ConversationTurn
 
 __all__ = [
     "CallableTarget",
@@ -38,6 +39,8 @@ class TargetOutput:
     label: str | None = None
     messages: list[Any] = field(default_factory=list)
     raw: Any = None
+    conversation: tuple[ConversationTurn, ...] = ()
+    """Every turn of a conversation with simulated follow-ups (empty otherwise)."""
 
 
 @runtime_checkable

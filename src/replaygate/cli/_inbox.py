@@ -1,0 +1,112 @@
+"""``replaygate inbox``: the failure inbox grouped into classes, each with its count, trend and coverage.
+
+``replaygate inbox [--since 1d] [--golden DIR] [--store PATH] [--examples 2] [--json]`` reads the traces of
+the window from the store and prints one row per class: known kinds found by the rule layer first
+(refusal without tools, empty answer, ungrounded claim, missed escalation, ...), then clusters of the
+other failure candidates. ``covered by`` names the scenarios that already cover a class (promoted from one
+of its traces, or tagged ``failure_class``); ``replaygate promote TRACE --class-checks`` drafts a class's
+checks. ``--json`` prints ``{"format_version": 1, "store", "traces", "classes": [CLASS, ...]}`` with
+``CLASS = {key, title, kind, count, trend {earlier, later}, covered_by, pattern, examples, trace_ids}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from replaygate.instrumentation import ReplaygateError, TraceStore
+from replaygate.replay import Scenario, ScenarioError, load_scenarios
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from replaygate.cli._traces import StoreDataError, parse_since
+from replaygate.inbox import FailureClass, classify_failures
+
+__all__ = ["print_classes", "register"]
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _golden(path: str | None) -> list[Scenario]:
+    if path is None:
+        return []
+    try:
+        return list(load_scenarios(path))
+    except ScenarioError as exc:
+        raise click.ClickException(f"cannot read the golden set to check coverage: {exc}") from None
+
+
+def register(group: click.Group) -> None:
+    """Add ``inbox`` to the root group."""
+
+    @group.command("inbox")
+    @click.option(
+        "--store", default=None, help="Trace store [env REPLAYGATE_STORE; .replaygate/replaygate.db]."
+    )
+    @click.option(
+        "--since", metavar="WHEN", default=None, help="Only traces since 30m, 2h, 1d or an ISO time."
+    )
+    @click.option("--golden", default=None, help="Golden set, to say which classes a scenario covers.")
+    @click.option("--examples", type=click.IntRange(0, 3), default=1, show_default=True)
+    @click.option("--json", "as_json", is_flag=True, help="Print stable JSON (format_version 1).")
+    def inbox(store: str | None, since: str | None, golden: str | None, examples: int, as_json: bool) -> None:
+        """The failure inbox grouped into classes (rules for known kinds, clusters for the rest)."""
+        since_ns = parse_since(since) if since else None
+        try:
+            with TraceStore(store, create=False) as trace_store:
+                records = trace_store.list_traces(since_ns=since_ns, limit=None)
+                where = str(trace_store.path)
+        except ReplaygateError as exc:
+            raise StoreDataError(str(exc)) from exc
+        classes = classify_failures(records, scenarios=_golden(golden))
+        if as_json:
+            doc = {
+                "format_version": 1,
+                "store": where,
+                "traces": len(records),
+                "classes": [c.to_json() for c in classes],
+            }
+            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+            return
+        width = None if sys.stdout.isatty() else 150  # CI logs and the demo: room for the examples
+        console = Console(file=sys.stdout, highlight=False, emoji=False, soft_wrap=False, width=width)
+        print_classes(console, classes, len(records), where, examples)
+
+
+def print_classes(
+    console: Console, classes: list[FailureClass], traces: int, where: str, examples: int
+) -> None:
+    """The classes as a table, then each class's suggested checks (also used by the demo)."""
+    failing = sum(c.count for c in classes)
+    table = Table(title=f"{failing} failures of {traces} traces in {where}, by class", title_justify="left")
+    table.add_column("class", overflow="fold")
+    table.add_column("count", width=5)
+    table.add_column("trend", width=10)  # fixed: the other columns' widths do not move with its digits
+    table.add_column("covered by", overflow="fold")
+    table.add_column("example (trace, question -> answer)", overflow="fold")
+    for c in classes:
+        lines = [
+            f"{m.trace_id[:12]} {_one_line(m.question, 36)!r} -> {_one_line(m.answer, 44)!r}"
+            for m in c.examples[:examples]
+        ]
+        name = f"{c.key} ({_one_line(c.title, 30)})" if c.kind == "cluster" else c.key
+        table.add_row(
+            Text(name),
+            str(c.count),
+            f"{c.trend[0]} -> {c.trend[1]}",
+            Text(", ".join(c.covered_by) or "-"),
+            Text("\n".join(lines)),
+        )
+    console.print(table)
+    for c in classes:
+        if c.kind == "rule":
+            console.print(Text(f"  {c.key}: suggested checks {c.pattern}"))
+    if classes:
+        console.print(
+            Text("promote a member with its class's checks: replaygate promote TRACE --class-checks")
+        )
