@@ -224,13 +224,14 @@ def import_csv(
     """Import a question-set CSV into the golden set (all rows or nothing) and update the lock."""
     gs = golden if isinstance(golden, GoldenSet) else GoldenSet(golden)
     scenarios = parse_csv(path, owner=owner, author=author, today=today)
-    existing = {f.stem for f in gs.files()}
-    clashes = [s.id for s in scenarios if s.id in existing]
-    if clashes:
-        raise GoldenError(
-            f"{path}: scenario(s) already in {gs.path}: {', '.join(clashes)}; nothing was written "
-            "(change their ids or remove those rows)"
-        )
-    if scenarios:
-        gs.write(scenarios)
-    return scenarios
+    with gs.transaction():  # the clash check and the write under one folder lock
+        existing = {f.stem for f in gs.files()}
+        clashes = [s.id for s in scenarios if s.id in existing]
+        if clashes:
+            raise GoldenError(
+                f"{path}: scenario(s) already in {gs.path}: {', '.join(clashes)}; nothing was written "
+                "(change their ids or remove those rows)"
+            )
+        if scenarios:
+            gs.write(scenarios)
+        return scenarios
