@@ -50,6 +50,7 @@ def make_run(
     answer: str = "ok",
     judge: float | None = None,
     not_counted: Sequence[int] = (),
+    threshold: float = 0.8,
 ) -> RunFile:
     """Scenario i gets passes[i] passing attempts, then failing ones, then errors[i] errors (of k)."""
     errors = dict(errors or {})
@@ -70,7 +71,7 @@ def make_run(
                 id=sid(i),
                 title=f"scenario {i + 1}",
                 must_pass=i in must_pass,
-                threshold=0.8,
+                threshold=threshold,
                 repeats=k,
                 counts=i not in not_counted,
                 status="quarantined" if i in not_counted else "active",

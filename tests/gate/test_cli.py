@@ -40,7 +40,10 @@ def test_gate_exit_codes_and_reports(env, f, capsys) -> None:
     )
     assert code == 1
     assert "BLOCK" in capsys.readouterr().out
-    review_only = write("review", [5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 1, 0])
+    # a confirmed pass (5/5 at threshold 0.5) becomes a confirmed fail: newly failing, read before signing
+    plain = {"threshold": 0.5, "tags": lambda _: {}}
+    base_r = write("base_r", [5] * 12, **plain)
+    review_only = write("review", [5] * 11 + [0], **plain)
     loose = tmp / "loose.yaml"
     loose.write_text("tolerance:\n  overall: 0.1\n", encoding="utf-8")
     out_r = tmp / "review"
@@ -49,7 +52,7 @@ def test_gate_exit_codes_and_reports(env, f, capsys) -> None:
         "--policy",
         str(loose),
         "--baseline",
-        base,
+        base_r,
         "--candidate",
         review_only,
         "--out",

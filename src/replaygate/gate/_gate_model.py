@@ -22,7 +22,8 @@ RULE_TITLES: dict[str, str] = {
     "rule-1": "a newly failing must-pass scenario blocks (cannot be signed away)",
     "rule-2": "a significant graded drop beyond tolerance and above the noise floor blocks unless signed",
     "rule-3": "an improvement does not count if a guardrail worsens beyond tolerance (blocks unless signed)",
-    "rule-4": "every newly failing scenario must be marked read before signing",
+    "rule-4": "every newly failing scenario (passed before, fails now beyond noise) must be marked read "
+    "before signing",
 }
 
 
@@ -53,6 +54,11 @@ class GateReport(BaseModel):
     notes: list[str] = Field(default_factory=list)  # informative: within noise, not significant, ...
     can_tell: bool = True  # False: the suite cannot detect a drop as small as the tolerance
     newly_failing: list[str] = Field(default_factory=list)
+    # looked worse without the evidence to confirm it at this k (no signature needed by itself)
+    worse_unconfirmed: list[str] = Field(default_factory=list)
+    # the two baseline runs disagree; share of the baselines' disagreement they carry (None: unknown)
+    flaky: list[str] = Field(default_factory=list)
+    flaky_noise_share: float | None = None
     policy: dict[str, Any]
     policy_hash: str
     policy_notes: list[str] = Field(default_factory=list)

@@ -124,7 +124,9 @@ class AttemptRunner:
     def begin(self, scenario: Scenario, index: int) -> Flight:
         """Open one attempt: its root span (not yet current) and its start."""
         attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
-        return Flight(scenario, index, AttemptSpan(attributes), utc_now(), time.perf_counter())
+        root = AttemptSpan(attributes)
+        self.capture.track(root)
+        return Flight(scenario, index, root, utc_now(), time.perf_counter())
 
     def _session(self, flight: Flight) -> str:
         return f"{self.run_id}/{flight.scenario.id}/{flight.index}"
@@ -193,7 +195,7 @@ class AttemptRunner:
         if error is not None:
             # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
             record = dataclasses.replace(record, status="error", status_message=error)
-        spans = [record, *self.capture.collector.pop(root.trace_id)]
+        spans = [record, *self.capture.pop(root)]
         return Called(
             flight.scenario, flight.index, output, error, spans, latency_s, root.trace_id, flight.started
         )
