@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay._journal import read_journal
+from replaygate.replay._journal import JournalWriter, read_journal
 from replaygate.replay._runfile import load_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario
@@ -62,6 +62,11 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
         }
     )
     run_suite([s], _target, {}, out_path=tmp / "run.json", progress=False, artifacts=False, code_commit=None)
+    done = load_run(tmp / "run.json")  # a journal of its attempts (a finished run removes its own)
+    header = {"run_id": done.run_id, "fingerprint": done.fingerprint.model_dump(mode="json"), "scenarios": []}
+    writer = JournalWriter(tmp / "run.json.journal", header=header)
+    writer.extend(list(done.attempts))
+    writer.close()
     report = gate_runs(Policy(), make_run([5, 5], run_id="b"), make_run([5, 5], run_id="h"))
     write_reports(report, tmp / "rep", ["json"])
     decision = {"id": "dec-1", "report_id": report.report_id, "outcome": "pass", "signed_by": "ana"}
