@@ -127,8 +127,20 @@ EDITS: dict[str, Edit] = {
 }
 
 
-def test_the_untouched_candidate_is_blocked(demo: dict[str, Path]) -> None:
+def test_the_untouched_candidate_is_blocked_and_the_report_records_both_digests(
+    demo: dict[str, Path],
+) -> None:
     assert _gate(demo, demo["candidate"]) == "block"
+    head = load_run(demo["candidate"])
+    report = gate_runs(
+        load_policy(POLICY),
+        load_run(demo["baseline"]),
+        head,
+        paths=(str(demo["baseline"]), str(demo["candidate"]), None),
+    )
+    digests = report.run_digests["candidate"]
+    assert digests.run_file == head.attempts_digest == digests.journal  # the journal agrees with the file
+    assert report.run_digests["baseline"].run_id == load_run(demo["baseline"]).run_id
 
 
 @pytest.mark.parametrize("name", sorted(EDITS))

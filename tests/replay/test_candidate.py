@@ -35,10 +35,10 @@ def test_declared_versions_flatten_and_hash_the_prompt(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "text", "needle"),
     [
-        ("absent.yaml", None, "cannot read the configuration"),
+        ("absent.yaml", None, "no such configuration file"),
         ("list.yaml", "- a\n- b\n", "a mapping at the top level, got list"),
-        ("bad.yaml", "model: [unclosed\n", "not a valid YAML/JSON"),
-        ("bad.json", "{'single': 'quotes'}", "not a valid YAML/JSON"),
+        ("bad.yaml", "model: [unclosed\n", "not valid YAML"),
+        ("bad.json", "{'single': 'quotes'}", "not valid JSON"),
     ],
 )
 def test_bad_configuration_files_name_the_file(

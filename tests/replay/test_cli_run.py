@@ -134,7 +134,7 @@ def test_clean_run_exits_0_and_records_the_fingerprint(
         (["--shard", "5/2"], "--shard"),
         (["--resume"], "--resume needs --out"),
         (["--tag", "risk=none"], "no scenario"),
-        (["--config", "missing.yaml"], "cannot read the configuration"),
+        (["--config", "missing.yaml"], "no such configuration file"),
         (["--judge", "llm"], "needs a model and a base URL"),
         (["--policy", "config.yaml"], "invalid gate policy"),
     ],

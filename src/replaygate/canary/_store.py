@@ -37,7 +37,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._machine import RolloutState, Transition
@@ -163,9 +163,15 @@ class CanaryStore:
                 with self.engine.begin() as conn:
                     for ddl in _APPEND_ONLY:
                         conn.execute(text(ddl))
-        except OperationalError as exc:
+        except SQLAlchemyError as exc:  # not a database, unreachable, refused
             raise CanaryError(
-                f"cannot open the canary tables in {self.url}: {exc.orig}; check the --store path"
+                f"cannot open the canary tables in {self.url}: {getattr(exc, 'orig', None) or exc}; "
+                "check the --store path or URL"
+            ) from exc
+        except ImportError as exc:  # the URL's driver is not installed
+            raise CanaryError(
+                f"cannot open the canary tables in {self.url}: its database driver {exc.name or exc} is not "
+                "installed (for PostgreSQL: pip install 'psycopg[binary]')"
             ) from exc
 
     def close(self) -> None:

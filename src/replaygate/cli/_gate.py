@@ -32,6 +32,7 @@ from replaygate.gate import (
     load_runs_dir,
     unread_scenarios,
 )
+from replaygate.gate._integrity import verify_runs
 from replaygate.labels import labels_path, read_labels, with_judge_agreement
 from replaygate.report import (
     FORMATS,
@@ -93,9 +94,10 @@ def compare_cmd(
     """Compare two runs of the same suite: scenario by scenario, by category and overall."""
     policy = load_policy(policy_path) if policy_path else Policy()
     noise = load_run(noise_run) if noise_run else None
-    c = compare_runs(
-        load_run(base_run), load_run(head_run), noise, policy, paths=(base_run, head_run, noise_run)
-    )
+    base, head = load_run(base_run), load_run(head_run)
+    runs = [("baseline", base), ("candidate", head)] + ([("second baseline", noise)] if noise else [])
+    verify_runs(runs, (base_run, head_run, noise_run))  # the plan each run records, as the gate does
+    c = compare_runs(base, head, noise, policy, paths=(base_run, head_run, noise_run))
     click.echo(c.model_dump_json(indent=2) if as_json else render_comparison_markdown(c))
 
 

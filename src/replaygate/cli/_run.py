@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
+from replaygate.replay._bounded import MAX_YAML_BYTES, load_yaml_bounded, read_text_bounded
 from replaygate.replay._candidate import load_config
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._fingerprint import judge_identity
@@ -80,12 +80,8 @@ def _load_policy(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ReplayError(f"{p}: cannot read the gate policy ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        raise ReplayError(f"{p}: the gate policy is not valid YAML ({exc})") from None
+    text = read_text_bounded(p, what="gate policy", error=ReplayError, max_bytes=MAX_YAML_BYTES)
+    data, _ = load_yaml_bounded(text, str(p), ReplayError)
     if data is None:  # an empty file: the gate reads it as the default policy, and so does the run
         data = {}
     if not isinstance(data, dict):

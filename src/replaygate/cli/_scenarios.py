@@ -76,6 +76,9 @@ def lint_cmd(golden: str | None, update_lock: bool, as_json: bool) -> None:
     gs = GoldenSet(golden)
     if not gs.path.is_dir():
         raise GoldenError(f"{gs.path}: no golden-set directory; create it or pass --golden DIR")
+    if gs.needs_repair():  # a killed write: finish (or undo) it first, as every write would
+        for note in gs.repair():
+            click.echo(f"note: {note}", err=True)
     if update_lock:
         result = accept_changes(gs)
         if result.accepted and not as_json:

@@ -146,7 +146,14 @@ class DecisionStore:
             self._engine: Engine = create_engine(self.url)
             _Base.metadata.create_all(self._engine)
         except SQLAlchemyError as exc:
-            raise DecisionError(f"decision store {self.url}: cannot open it ({exc})") from None
+            raise DecisionError(
+                f"decision store {self.url}: cannot open it ({getattr(exc, 'orig', None) or exc})"
+            ) from None
+        except ImportError as exc:
+            raise DecisionError(
+                f"decision store {self.url}: its database driver {exc.name or exc} is not installed "
+                "(for PostgreSQL: pip install 'psycopg[binary]')"
+            ) from None
 
     def close(self) -> None:
         """Release the store's connections."""

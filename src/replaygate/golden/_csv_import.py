@@ -28,14 +28,13 @@ Every bad row is reported (file, row number, column) and nothing is written when
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from replaygate.replay._bounded import BoundedDictReader, read_text_bounded
 from replaygate.replay._scenario import Scenario
 
 from replaygate.golden._errors import GoldenError
@@ -43,6 +42,9 @@ from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._lifecycle import default_author, today_utc
 
 __all__ = ["CSV_COLUMNS", "TURN_SEPARATOR", "import_csv", "parse_csv"]
+
+#: The largest question-set CSV read.
+MAX_CSV_BYTES = 50_000_000
 
 TURN_SEPARATOR = " || "
 CSV_COLUMNS = (
@@ -163,11 +165,10 @@ def parse_csv(
     Errors give the file, the line number of the row (the header is line 1) and the column.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GoldenError(f"{p}: cannot read the CSV file ({exc})") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    text = read_text_bounded(p, what="CSV file", error=GoldenError, max_bytes=MAX_CSV_BYTES).removeprefix(
+        "\ufeff"
+    )
+    reader = BoundedDictReader(text, str(p), GoldenError)  # a cell over 1 MiB is an error naming its line
     header = reader.fieldnames or []
     problems: list[str] = []
     unknown = [c for c in header if c not in CSV_COLUMNS]
@@ -224,13 +225,14 @@ def import_csv(
     """Import a question-set CSV into the golden set (all rows or nothing) and update the lock."""
     gs = golden if isinstance(golden, GoldenSet) else GoldenSet(golden)
     scenarios = parse_csv(path, owner=owner, author=author, today=today)
-    existing = {f.stem for f in gs.files()}
-    clashes = [s.id for s in scenarios if s.id in existing]
-    if clashes:
-        raise GoldenError(
-            f"{path}: scenario(s) already in {gs.path}: {', '.join(clashes)}; nothing was written "
-            "(change their ids or remove those rows)"
-        )
-    if scenarios:
-        gs.write(scenarios)
-    return scenarios
+    with gs.transaction():  # the clash check and the write under one folder lock
+        existing = {f.stem for f in gs.files()}
+        clashes = [s.id for s in scenarios if s.id in existing]
+        if clashes:
+            raise GoldenError(
+                f"{path}: scenario(s) already in {gs.path}: {', '.join(clashes)}; nothing was written "
+                "(change their ids or remove those rows)"
+            )
+        if scenarios:
+            gs.write(scenarios)
+        return scenarios

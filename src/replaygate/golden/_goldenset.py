@@ -1,27 +1,81 @@
-"""A golden-set directory: loading, finding and atomically writing scenarios together with ``golden.lock``.
+"""A golden-set directory: loading, finding and writing scenarios together with ``golden.lock``.
 
-Every write prepares the temporary files first (each scenario file and the lock), then renames them into
-place, scenarios before the lock. A crash before any rename leaves the set untouched (the temporary files
-are removed, or flagged by ``lint`` if the process died); a crash between the renames leaves a scenario
-whose changelog is newer than the lock, which ``lint`` reports and ``scenarios lock`` accepts.
+Every write is one transaction (:meth:`GoldenSet.transaction`): it holds an exclusive lock on the
+folder (``.replaygate-write.lock``; a second promote, import or retire waits for the first), and it
+commits like a small write-ahead log:
+
+1. write each new file (scenarios, then ``golden.lock``) to a temporary file beside it, fsynced;
+2. write the intent ``.replaygate-txn.json`` (which temporary file replaces which file), fsync the folder;
+3. rename each temporary file into place, scenarios before the lock; fsync the folder;
+4. remove the intent.
+
+A process killed before step 2 leaves the set untouched plus temporary files; killed after it, the set
+is half renamed. Either way the next golden-set command (any write, and ``scenarios lint``) repairs it
+first, under the lock: an intent is rolled forward (the remaining renames are done), and temporary files
+without an intent are removed. ``lint`` therefore always sees a whole transaction or none of it.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import json
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
+from replaygate.replay._filelock import LockBusyError, exclusive_lock
 from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario, scenario_files
 from replaygate.replay._scenario_io import write_atomic
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock
 
-__all__ = ["DEFAULT_GOLDEN_DIR", "GOLDEN_ENV", "GoldenSet", "resolve_golden_dir"]
+__all__ = [
+    "DEFAULT_GOLDEN_DIR",
+    "GOLDEN_ENV",
+    "INTENT_NAME",
+    "WRITE_LOCK_NAME",
+    "GoldenSet",
+    "resolve_golden_dir",
+]
 
 DEFAULT_GOLDEN_DIR = "golden"
 GOLDEN_ENV = "REPLAYGATE_GOLDEN"
+WRITE_LOCK_NAME = ".replaygate-write.lock"
+INTENT_NAME = ".replaygate-txn.json"
+#: How long a golden-set command waits for another one's write to finish.
+LOCK_WAIT_S = 120.0
+
+#: A test hook called with the name of each file-system step of a write (fault injection: kill there).
+STEP_HOOK: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "replaygate_golden_step_hook", default=None
+)
+_held = threading.local()  # folders this thread holds the write lock of (transactions nest)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def in_transaction(fn: Callable[Concatenate[GoldenSet, P], R]) -> Callable[Concatenate[GoldenSet, P], R]:
+    """Run a golden-set operation (reads and writes) inside :meth:`GoldenSet.transaction`."""
+
+    @functools.wraps(fn)
+    def wrapper(golden: GoldenSet, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with golden.transaction():
+            return fn(golden, *args, **kwargs)
+
+    return wrapper
+
+
+def _step(name: str) -> None:
+    hook = STEP_HOOK.get()
+    if hook is not None:
+        hook(name)
 
 
 def resolve_golden_dir(value: str | os.PathLike[str] | None = None) -> Path:
@@ -37,6 +91,7 @@ class GoldenSet:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.path = resolve_golden_dir(directory)
         self.lock_path = self.path / LOCK_NAME
+        self.repaired: list[str] = []
 
     def __repr__(self) -> str:
         return f"GoldenSet({str(self.path)!r})"
@@ -82,47 +137,119 @@ class GoldenSet:
         """The lock entries, or None when the set has no lock yet."""
         return read_lock(self.lock_path)
 
-    def write(self, scenarios: Iterable[Scenario], remove_from_lock: Iterable[str] = ()) -> list[Path]:
-        """Write scenarios and update their lock entries in one step (temporary files, then renames)."""
-        scenarios = list(scenarios)
-        entries = dict(self.lock() or {})
-        for s in scenarios:
-            entries[s.id] = lock_entry(s)
-        for scenario_id in remove_from_lock:
-            entries.pop(scenario_id, None)
-        found = self._files_by_id()
-        targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
-        targets.append((self.lock_path, dump_lock(entries)))
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the folder's write lock (waiting for another writer), after repairing a killed write.
+
+        Nested transactions of one thread on one folder share the lock.
+        """
+        key = str(self.path.resolve())
+        held: set[str] = getattr(_held, "folders", set())
+        _held.folders = held
+        if key in held:
+            yield
+            return
         self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            lock = exclusive_lock(
+                self.path / WRITE_LOCK_NAME, wait_s=LOCK_WAIT_S, what=f"the golden set {self.path}"
+            )
+            with lock:
+                held.add(key)
+                try:
+                    self.recover()
+                    yield
+                finally:
+                    held.discard(key)
+        except LockBusyError as exc:
+            raise GoldenError(str(exc)) from None
+
+    def needs_repair(self) -> bool:
+        """Whether a killed write left an intent or temporary files (see :meth:`repair`)."""
+        return (self.path / INTENT_NAME).exists() or bool(self.leftovers())
+
+    def repair(self) -> list[str]:
+        """Complete or undo a killed write now (every write does it first); return what was done."""
+        with self.transaction():
+            return list(self.repaired)
+
+    def recover(self) -> list[str]:
+        """Finish or undo a write that was killed (call under the lock); return what was done."""
+        done: list[str] = []
+        intent = self.path / INTENT_NAME
+        if intent.exists():
+            try:
+                pairs = json.loads(intent.read_text(encoding="utf-8"))["renames"]
+                renames = [(self.path / str(t), self.path / str(d)) for t, d in pairs]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise GoldenError(
+                    f"{intent}: an interrupted write left an unreadable intent ({exc}); check the files "
+                    "with git and remove it"
+                ) from None
+            for tmp, target in renames:
+                if tmp.exists():
+                    os.replace(tmp, target)
+                    done.append(f"completed the interrupted write of {target.name}")
+            _fsync_dir(self.path)
+            intent.unlink()
+            _fsync_dir(self.path)
+        for leftover in self.leftovers():
+            leftover.unlink(missing_ok=True)
+            done.append(f"removed {leftover.name} left by an interrupted write")
+        return done
+
+    def write(self, scenarios: Iterable[Scenario], remove_from_lock: Iterable[str] = ()) -> list[Path]:
+        """Write scenarios and update their lock entries in one transaction (see the module docstring)."""
+        with self.transaction():
+            scenarios = list(scenarios)
+            entries = dict(self.lock() or {})
+            for s in scenarios:
+                entries[s.id] = lock_entry(s)
+            for scenario_id in remove_from_lock:
+                entries.pop(scenario_id, None)
+            found = self._files_by_id()
+            targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
+            targets.append((self.lock_path, dump_lock(entries)))
+            self._commit(targets)
+            return [t for t, _ in targets]
+
+    def write_lock(self, entries: dict[str, LockEntry]) -> Path:
+        """Replace the lock file with ``entries`` (one transaction)."""
+        with self.transaction():
+            self._commit([(self.lock_path, dump_lock(entries))])
+        return self.lock_path
+
+    def _commit(self, targets: list[tuple[Path, str]]) -> None:
         prepared: list[tuple[Path, Path]] = []
+        intent = self.path / INTENT_NAME
         try:
             for target, text in targets:
                 prepared.append((write_atomic(target, text), target))
-            while prepared:
-                tmp, target = prepared[0]
-                os.replace(tmp, target)
-                prepared.pop(0)
+                _step(f"wrote {target.name} (temporary)")
+            record = {"renames": [[tmp.name, target.name] for tmp, target in prepared]}
+            prepared.append((write_atomic(intent, json.dumps(record)), intent))
+            os.replace(prepared[-1][0], intent)
+            prepared.pop()
+            _fsync_dir(self.path)
+            _step("wrote the intent")
         except OSError as exc:
-            raise GoldenError(
-                f"{self.path}: could not write the golden set ({exc}); nothing was renamed "
-                "after the failure, check `replaygate scenarios lint`"
-            ) from None
-        finally:
             for tmp, _ in prepared:
                 tmp.unlink(missing_ok=True)
-        _fsync_dir(self.path)
-        return [t for t, _ in targets]
-
-    def write_lock(self, entries: dict[str, LockEntry]) -> Path:
-        """Replace the lock file atomically with ``entries``."""
-        tmp = write_atomic(self.lock_path, dump_lock(entries))
+            raise GoldenError(
+                f"{self.path}: could not write the golden set ({exc}); nothing was changed"
+            ) from None
         try:
-            os.replace(tmp, self.lock_path)
+            for tmp, target in prepared:
+                os.replace(tmp, target)
+                _step(f"renamed {target.name}")
+            _fsync_dir(self.path)
+            intent.unlink()
+            _step("removed the intent")
+            _fsync_dir(self.path)
         except OSError as exc:
-            raise GoldenError(f"{self.lock_path}: could not write the lock file ({exc})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
-        return self.lock_path
+            raise GoldenError(
+                f"{self.path}: the write stopped halfway ({exc}); the next golden-set command completes it"
+            ) from None
 
     def leftovers(self) -> list[Path]:
         """Temporary files left by an interrupted write."""

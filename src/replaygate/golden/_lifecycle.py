@@ -25,7 +25,7 @@ from replaygate.replay._scenario import (
 )
 
 from replaygate.golden._errors import GoldenError, describe_invalid
-from replaygate.golden._goldenset import GoldenSet
+from replaygate.golden._goldenset import GoldenSet, in_transaction
 from replaygate.golden._lock import LockEntry, changelog_hash, lock_entry
 
 __all__ = [
@@ -88,6 +88,7 @@ def _require_reason(reason: str | None, command: str) -> str:
     return reason.strip()
 
 
+@in_transaction
 def update_scenario(
     golden: GoldenSet,
     scenario_id: str,
@@ -122,6 +123,7 @@ def update_scenario(
     return updated
 
 
+@in_transaction
 def retire(
     golden: GoldenSet,
     scenario_id: str,
@@ -139,6 +141,7 @@ def retire(
     return update_scenario(golden, scenario_id, {"status": status}, f"Retired: {why}", author, day)
 
 
+@in_transaction
 def quarantine(
     golden: GoldenSet,
     scenario_id: str,
@@ -160,6 +163,7 @@ def quarantine(
     return update_scenario(golden, scenario_id, {"status": status}, note, author, day)
 
 
+@in_transaction
 def mark_known_failure(
     golden: GoldenSet,
     scenario_id: str,
@@ -173,6 +177,7 @@ def mark_known_failure(
     return update_scenario(golden, scenario_id, {"status": status}, f"Known failure: {why}", author, today)
 
 
+@in_transaction
 def reactivate(
     golden: GoldenSet,
     scenario_id: str,
@@ -196,6 +201,7 @@ class AcceptResult:
     refused: list[str] = field(default_factory=list)
 
 
+@in_transaction
 def accept_changes(golden: GoldenSet, allow_removed: bool = False) -> AcceptResult:
     """Update ``golden.lock`` for new scenarios and for edits that carry a new changelog entry.
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from replaygate.replay._errors import ScenarioError
+from replaygate.replay._regex import needs_backtracking
 from replaygate.replay._scenario import Scenario, load_scenario
 
 from replaygate.golden._errors import GoldenError
@@ -77,6 +78,17 @@ def _scenario_problems(path: Path, s: Scenario, today: dt.date) -> list[LintProb
         add("retrieval", "warning", f"{s.id}'s retrieval labels were suggested by promotion; confirm them")
     if s.retrieval is not None and not s.retrieval.relevant:
         add("retrieval", "warning", f"{s.id} declares retrieval without relevant document ids")
+    for i, c in enumerate(s.checks):
+        pattern = getattr(c, "pattern", None)
+        if isinstance(pattern, str) and needs_backtracking(pattern):
+            add(
+                "checks",
+                "warning",
+                f"{s.id} checks[{i}] ({c.type}) pattern {pattern!r} needs the backtracking engine "
+                "(RE2 cannot run back-references or look-around); it may backtrack catastrophically, so "
+                "it runs in a child process stopped at the attempt's deadline (then the attempt is an "
+                "error); rewrite it for RE2",
+            )
     return out
 
 

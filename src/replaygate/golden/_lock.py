@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from replaygate.replay._bounded import check_format_version, load_json_bounded
 from replaygate.replay._runfile import content_hash
 from replaygate.replay._scenario import ChangelogEntry, Scenario, scenario_content_hash
 
@@ -65,23 +66,26 @@ def lock_entry(scenario: Scenario) -> LockEntry:
 
 def read_lock(path: Path) -> dict[str, LockEntry] | None:
     """Read a lock file; None when it does not exist. A damaged file raises :class:`GoldenError`."""
-    try:
-        raw: Any = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except (OSError, ValueError) as exc:
+    try:
+        raw: Any = load_json_bounded(path, what="lock file", error=GoldenError, max_bytes=100_000_000)
+    except GoldenError as exc:
         raise GoldenError(
-            f"{path}: unreadable lock file ({exc}); restore it from git or rebuild it with "
-            "`replaygate scenarios lock` after checking every scenario's changelog"
+            f"{exc}; restore it from git or rebuild it with `replaygate scenarios lock` after checking "
+            "every scenario's changelog"
         ) from None
-    if not isinstance(raw, dict) or raw.get("format_version") != LOCK_FORMAT_VERSION:
-        raise GoldenError(f"{path}: not a golden.lock of format_version {LOCK_FORMAT_VERSION}")
+    if not isinstance(raw, dict):
+        raise GoldenError(f"{path}: not a golden.lock (a JSON object)")
+    check_format_version(raw, LOCK_FORMAT_VERSION, path, "golden.lock", GoldenError)
     entries: dict[str, LockEntry] = {}
     scenarios = raw.get("scenarios")
     if not isinstance(scenarios, dict):
         raise GoldenError(f"{path}: 'scenarios' must be a mapping of scenario id to entry")
     for scenario_id, value in scenarios.items():
         try:
+            if not isinstance(value, dict):
+                raise TypeError("an entry is a mapping")
             entries[str(scenario_id)] = LockEntry(**value)
         except TypeError as exc:
             raise GoldenError(f"{path}: bad entry for {scenario_id!r} ({exc})") from None

@@ -361,36 +361,37 @@ def promote_trace(
     for tier in tiers or ():
         if tier not in TIERS:
             raise GoldenError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}")
-    record = source.get_trace(trace_id)
-    full_id = record.summary.trace_id
-    existing = find_promoted(gs, full_id)
-    if existing is not None:
-        scenario, path = existing
-        lock = gs.lock() or {}
-        if scenario.id not in lock:  # a crash between the renames: finish the lock update
-            gs.write_lock({**lock, scenario.id: lock_entry(scenario)})
-        return Promotion(scenario, path, created=False)
-    scenario = draft_scenario(
-        source,
-        record,
-        owner=owner.strip(),
-        origin=origin,
-        must_pass=must_pass,
-        tags=tags,
-        expected_behavior=expected_behavior,
-        forbid_answer=forbid_answer,
-        tiers=tiers,
-        scenario_id=scenario_id,
-        author=author,
-        today=today,
-        class_checks=class_checks,
-        similar=similar,
-        source_name=source_name,
-    )
-    if gs.file_for(scenario.id).exists():
-        raise GoldenError(f"a scenario {scenario.id!r} already exists in {gs.path}; pass another --id")
-    path = gs.write([scenario])[0]
-    _, notes = draft_checks(
-        record, origin=origin, forbid_answer=forbid_answer, expected_behavior=expected_behavior
-    )
-    return Promotion(scenario, path, created=True, notes=tuple(notes))
+    with gs.transaction():  # one promote at a time: find, draft and write under the folder lock
+        record = source.get_trace(trace_id)
+        full_id = record.summary.trace_id
+        existing = find_promoted(gs, full_id)
+        if existing is not None:
+            scenario, path = existing
+            lock = gs.lock() or {}
+            if scenario.id not in lock:  # a crash between the renames: finish the lock update
+                gs.write_lock({**lock, scenario.id: lock_entry(scenario)})
+            return Promotion(scenario, path, created=False)
+        scenario = draft_scenario(
+            source,
+            record,
+            owner=owner.strip(),
+            origin=origin,
+            must_pass=must_pass,
+            tags=tags,
+            expected_behavior=expected_behavior,
+            forbid_answer=forbid_answer,
+            tiers=tiers,
+            scenario_id=scenario_id,
+            author=author,
+            today=today,
+            class_checks=class_checks,
+            similar=similar,
+            source_name=source_name,
+        )
+        if gs.file_for(scenario.id).exists():
+            raise GoldenError(f"a scenario {scenario.id!r} already exists in {gs.path}; pass another --id")
+        path = gs.write([scenario])[0]
+        _, notes = draft_checks(
+            record, origin=origin, forbid_answer=forbid_answer, expected_behavior=expected_behavior
+        )
+        return Promotion(scenario, path, created=True, notes=tuple(notes))

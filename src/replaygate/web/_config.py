@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from replaygate.replay._bounded import MAX_YAML_BYTES, load_yaml_bounded, read_text_bounded
 from werkzeug.security import generate_password_hash
 
 from replaygate.canary import CanaryController, CanaryError
@@ -85,17 +85,13 @@ def load_users(path: str | os.PathLike[str] | None = None) -> dict[str, User]:
     """
     if path is not None:
         file = Path(path)
-        try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise CanaryError(f"cannot read the users file {file}: {exc}") from exc
+        text = read_text_bounded(file, what="users file", error=CanaryError, max_bytes=MAX_YAML_BYTES)
+        data, _ = load_yaml_bounded(text, str(file), CanaryError)  # no aliases, bounded depth
         return _users_from_mapping(data, str(file))
     inline = os.environ.get("REPLAYGATE_USERS")
     if inline:
-        try:
-            return _users_from_mapping(yaml.safe_load(inline), "REPLAYGATE_USERS")
-        except yaml.YAMLError as exc:
-            raise CanaryError(f"REPLAYGATE_USERS is not valid YAML: {exc}") from exc
+        data, _ = load_yaml_bounded(inline, "REPLAYGATE_USERS", CanaryError)
+        return _users_from_mapping(data, "REPLAYGATE_USERS")
     return {}
 
 

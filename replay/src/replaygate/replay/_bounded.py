@@ -22,20 +22,19 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 from pydantic import ValidationError
 
 __all__ = [
+    "BoundedDictReader",
     "MAX_CSV_FIELD",
     "MAX_DEPTH",
     "MAX_JSON_BYTES",
     "MAX_YAML_BYTES",
     "check_format_version",
-    "csv_dict_rows",
     "json_depth_ok",
     "load_json_bounded",
     "load_yaml_bounded",
@@ -89,18 +88,21 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth = 0
         self.current: yaml.Node | None = None
 
+    def _peek(self) -> Any:
+        return self.peek_event()  # type: ignore[no-untyped-call]
+
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         self.current = node  # the node being built when a constructor fails (its line goes in the error)
         return super().construct_object(node, deep)
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
+            event = self._peek()
             raise _Refused(
                 event.start_mark, "YAML anchors and aliases (*name) are not allowed; write the value out"
             )
         if self.check_event(yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
+            event = self._peek()
             if getattr(event, "anchor", None) is not None:
                 raise _Refused(
                     event.start_mark, "YAML anchors and aliases (&name) are not allowed; write the value out"
@@ -108,10 +110,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise _Refused(
-                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
-                    f"nested deeper than {MAX_DEPTH} levels",
-                )
+                raise _Refused(self._peek().start_mark, f"nested deeper than {MAX_DEPTH} levels")
             node: yaml.Node | None = super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -233,26 +232,48 @@ def validation_summary(exc: ValidationError, limit: int = 5) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def csv_dict_rows(text: str, source: str, error: type[Exception]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line, row)`` of a CSV with a header; a cell over :data:`MAX_CSV_FIELD` is an error.
+if TYPE_CHECKING:
+    _DictReader = csv.DictReader[str]
+else:
+    _DictReader = csv.DictReader  # not subscriptable at run time before Python 3.12
 
-    The csv module's field limit is raised to :data:`MAX_CSV_FIELD` if it is lower (never lowered).
+
+class BoundedDictReader(_DictReader):
+    """``csv.DictReader`` over text whose errors (a cell over :data:`MAX_CSV_FIELD`) raise ``error``.
+
+    The csv module's field limit is raised to :data:`MAX_CSV_FIELD` when it is lower (never lowered).
     """
-    if csv.field_size_limit() < MAX_CSV_FIELD:
-        csv.field_size_limit(MAX_CSV_FIELD)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    while True:
+
+    def __init__(self, text: str, source: str, error: type[Exception]) -> None:
+        """Read ``text`` (a CSV with a header); errors name ``source`` and the line."""
+        if csv.field_size_limit() < MAX_CSV_FIELD:
+            csv.field_size_limit(MAX_CSV_FIELD)
+        super().__init__(io.StringIO(text, newline=""))
+        self._source = source
+        self._error = error
+
+    def _fail(self, exc: csv.Error) -> NoReturn:
+        _raise(
+            self._error,
+            f"{self._source}:{self.line_num}: not readable CSV ({exc}); a cell holds at most "
+            f"{MAX_CSV_FIELD:,} characters",
+        )
+
+    @property
+    def fieldnames(self) -> Any:
+        """The header (read on first use)."""
         try:
-            row = next(reader)
-        except StopIteration:
-            return
+            return super().fieldnames
         except csv.Error as exc:
-            _raise(
-                error,
-                f"{source}:{reader.line_num}: not readable CSV ({exc}); a cell holds at most "
-                f"{MAX_CSV_FIELD:,} characters",
-            )
-        for value in row.values():
-            if isinstance(value, str) and len(value) > MAX_CSV_FIELD:
-                _raise(error, f"{source}:{reader.line_num}: a cell is over {MAX_CSV_FIELD:,} characters")
-        yield reader.line_num, row
+            self._fail(exc)
+
+    @fieldnames.setter
+    def fieldnames(self, value: Any) -> None:
+        self._fieldnames = value
+
+    def __next__(self) -> dict[str | Any, str | Any]:
+        """The next row."""
+        try:
+            return super().__next__()
+        except csv.Error as exc:
+            self._fail(exc)

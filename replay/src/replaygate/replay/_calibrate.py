@@ -14,8 +14,6 @@ kappa (computed by :func:`replaygate.stats.cohen_kappa` in the CLI) with a confu
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from replaygate.instrumentation._records import Chunk
+from replaygate.replay._bounded import BoundedDictReader
 from replaygate.replay._errors import ReplayError
 from replaygate.replay._judges import Judge
 
@@ -99,7 +98,7 @@ def load_labels(path: str | os.PathLike[str]) -> list[CalibrationRow]:
         raise ReplayError(f"{p}: no such labels file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReplayError(f"{p}: cannot read the labels file ({exc})") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = BoundedDictReader(text, str(p), ReplayError)
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in _COLUMNS if c not in header]
     if missing:

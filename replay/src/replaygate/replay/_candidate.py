@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from replaygate.replay._bounded import (
+    MAX_YAML_BYTES,
+    load_yaml_bounded,
+    parse_json_bounded,
+    read_text_bounded,
+)
 from replaygate.replay._errors import TargetError
 from replaygate.replay._runfile import content_hash
 
@@ -35,14 +39,11 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         TargetError: the file is missing, unreadable, not YAML/JSON, or not a mapping.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TargetError(f"{p}: cannot read the configuration file ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise TargetError(f"{p}: not a valid YAML/JSON configuration ({exc})") from None
+    text = read_text_bounded(p, what="configuration file", error=TargetError, max_bytes=MAX_YAML_BYTES)
+    if p.suffix.lower() == ".json":
+        data = parse_json_bounded(text, str(p), TargetError, "configuration")
+    else:
+        data, _ = load_yaml_bounded(text, str(p), TargetError)
     if data is None:
         return {}
     if not isinstance(data, dict):
