@@ -319,7 +319,7 @@ class Evidence:
                 "evidence holds: enough requests in both arms and every measure confidently within "
                 "the tolerance"
             )
-        return "; ".join(self.missing)
+        return "; ".join([*self.breaches, *(m for m in self.missing if m not in self.breaches)])
 
     @property
     def breached(self) -> bool:
@@ -721,7 +721,7 @@ def _words(name: str, label: str, verdict: Verdict, m: dict[str, Any]) -> str:
     elif needed is None:
         what = "needs more candidate requests"
     else:
-        what = f"needs ~{needed} more candidate requests"
+        what = f"needs ~{needed} more candidate request{'' if needed == 1 else 's'}"
     return (
         f"{label} is {WORDS['undecided']} ({what}): observed {_fmt(name, m['est'], rel)}, "
         f"bounds {lo} to {hi}; tolerance {tol}"
