@@ -35,6 +35,7 @@ EXPECTED = {
     "ScenarioEntry",
     "content_hash",
     "load_run",
+    "read_artifacts",
     "save_run",
     # scenarios
     "Scenario",

@@ -209,7 +209,7 @@ def test_merge_of_shards_with_errors_lists_them_and_exits_1(
     assert out.splitlines()[0].endswith("6 attempts: 6 errors, 0 fails, 0 passes")
     assert out.splitlines()[1].startswith("ERRORS (6)") and "b-raise#0: target raised ConnectionError" in out
     assert "run file: all.json" in out and "6 of 6 attempts errored" in err
-    assert cli(["merge", "all.json", "s1.json", "s2.json", "--quiet"]) == 1
+    assert cli(["merge", "all.json", "s1.json", "s2.json", "--quiet", "--force"]) == 1
     quiet = capsys.readouterr().out.splitlines()  # --quiet: the headline and the errors, nothing else
     assert quiet[0].endswith("6 attempts: 6 errors, 0 fails, 0 passes") and quiet[1].startswith("ERRORS (6)")
     assert len(quiet) == 2 + 6 and all(line.startswith("  ") for line in quiet[2:])

@@ -292,6 +292,11 @@ class CanaryController:
                 f"signed decision {decision_id!r} not found in {self.store.url}; "
                 "list the signed decisions with `replaygate canary decisions`"
             )
+        if getattr(decision, "superseded_by", None):
+            raise CanaryError(
+                f"signed decision {decision_id!r} was superseded by {decision.superseded_by}: "
+                "start the canary from that one"
+            )
         baseline_id, candidate_id = decision_config_ids(decision)
         rollout_id = uuid.uuid4().hex[:12]
         salt = salt or secrets.token_hex(8)

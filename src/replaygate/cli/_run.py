@@ -47,6 +47,7 @@ from replaygate.replay._scenario import load_scenarios
 from replaygate.replay._selection import HOLDOUT_TIERS, select_scenarios
 from replaygate.replay._shard import parse_shard
 
+from replaygate.cli._outputs import keep_or_refuse, refuse_input_as_output
 from replaygate.golden import resolve_golden_dir
 
 __all__ = ["register"]
@@ -193,6 +194,7 @@ def _default_out() -> Path:
 )
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Run file to write.")
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
+@click.option("--force", is_flag=True, help="Replace an existing --out run file and journal (kept as *.bak).")
 @click.option("--quiet", is_flag=True, help="No progress bar; print only the summary line.")
 @click.option("--shard", default=None, help="i/n: run only shard i of n (merge the shards with `merge`).")
 @click.option(
@@ -217,6 +219,7 @@ def run_cmd(
     judge_timeout: float,
     out: str | None,
     resume: bool,
+    force: bool,
     quiet: bool,
     shard: str | None,
     no_artifacts: bool,
@@ -255,12 +258,12 @@ def run_cmd(
     out_path = Path(out) if out is not None else _default_out()
     jpath = journal_path(out_path)
     judges = _judges(judge_kind, judge_model, judge_base_url, judge_timeout, jpath if resume else None)
-    if not resume and jpath.exists():
-        click.echo(
-            f"note: starting a new run; the journal at {jpath} is replaced "
-            "(use --resume to continue that run instead)",
-            err=True,
-        )
+    if not resume:  # nothing replaced silently: an old run file or journal needs --force (kept as .bak)
+        hint = f", or --resume to continue the run journaled at {jpath}" if jpath.exists() else ""
+        keep_or_refuse(out_path, force=force, what="run file", hint=hint)
+        kept = keep_or_refuse(jpath, force=force, what="run journal", hint=" (or --resume to continue it)")
+        if kept is not None:
+            click.echo(f"note: starting a new run; the old journal is kept as {kept}", err=True)
     if not quiet and not resume:
         click.echo(
             f"journal: {jpath} (if the run is stopped, continue it with the same options plus "
@@ -320,9 +323,15 @@ def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
-def merge_cmd(out: str, files: tuple[str, ...], quiet: bool) -> None:
-    """Merge the run files of every shard of one run into OUT (exit 1 when any attempt errored)."""
+@click.option("--force", is_flag=True, help="Replace an existing OUT (kept as OUT.bak).")
+def merge_cmd(out: str, files: tuple[str, ...], quiet: bool, force: bool) -> None:
+    """Merge the run files of every shard of one run into OUT (exit 1 when any attempt errored).
+
+    OUT may not be one of the FILES; an existing OUT needs --force.
+    """
+    refuse_input_as_output(Path(out), files)
     run = merge_runs(list(files))
+    keep_or_refuse(Path(out), force=force, what="run file")
     save_run(run, out)
     _report(run, Path(out), quiet=quiet)
 

@@ -19,6 +19,7 @@ from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario
 from replaygate.replay._selection import HOLDOUT_TIERS
 
 from replaygate.cli._run import _parse_tags
+from replaygate.cli._traces import is_store_source, open_traces, source_option
 from replaygate.golden import (
     GoldenSet,
     accept_changes,
@@ -238,6 +239,7 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
     "--id", "scenario_id", default=None, help="Scenario id (default: slug of the last turn + trace)."
 )
 @click.option("--store", default=None, help="Trace store [env REPLAYGATE_STORE; .replaygate/replaygate.db].")
+@source_option
 @_golden_option
 @_author_option
 @click.option("--json", "as_json", is_flag=True, help="Print {id, path, created} as JSON.")
@@ -252,17 +254,16 @@ def promote_cmd(
     forbid_answer: bool,
     scenario_id: str | None,
     store: str | None,
+    source: str | None,
     golden: str | None,
     author: str | None,
     as_json: bool,
 ) -> None:
     """Promote a captured trace into a regression scenario (idempotent: one scenario per trace)."""
-    from replaygate.instrumentation._store import TraceStore
-
-    with TraceStore(store, create=False) as source:
-        full_id = source.resolve_trace_id(trace_id)
+    with open_traces(store, source) as traces:
+        full_id = traces.resolve_trace_id(trace_id)
         result = promote_trace(
-            source,
+            traces,
             full_id,
             GoldenSet(golden),
             owner=owner,
@@ -274,6 +275,7 @@ def promote_cmd(
             tiers=tiers or None,
             scenario_id=scenario_id,
             author=author,
+            source_name=None if is_store_source(source) else (source or "").split(":", 1)[0].lower(),
         )
     if as_json:
         doc = {"id": result.scenario.id, "path": str(result.path), "created": result.created}

@@ -145,8 +145,13 @@ def draft_scenario(
     title: str | None = None,
     author: str | None = None,
     today: dt.date | None = None,
+    source_name: str | None = None,
 ) -> Scenario:
-    """Draft the scenario for one trace (no I/O beyond reading the session's traces)."""
+    """Draft the scenario for one trace (no I/O beyond reading the session's traces).
+
+    ``source_name`` (``phoenix``, ``langfuse``) is named in the changelog when the trace did not come
+    from the embedded store; the trace id is the same OpenTelemetry id in every tool.
+    """
     summary = record.summary
     turns = session_turns(source, record)
     if not turns:
@@ -165,6 +170,7 @@ def draft_scenario(
         RetrievalLabels(relevant=relevant, k=max(5, len(relevant)), confirmed=False) if relevant else None
     )
     reasons = ", ".join(summary.failure_reasons) or "no failure signal"
+    where = f"{source_name} " if source_name else ""
     day = today or today_utc()
     data: dict[str, Any] = {
         "id": scenario_id or f"{_slug(turns[-1])}-{summary.trace_id[:8]}",
@@ -185,7 +191,7 @@ def draft_scenario(
             ChangelogEntry(
                 date=day,
                 author=author or default_author(),
-                reason=f"Promoted from trace {summary.trace_id} ({reasons})",
+                reason=f"Promoted from {where}trace {summary.trace_id} ({reasons})",
             )
         ],
     }
@@ -237,6 +243,7 @@ def promote_trace(
     scenario_id: str | None = None,
     author: str | None = None,
     today: dt.date | None = None,
+    source_name: str | None = None,
 ) -> Promotion:
     """Promote a captured trace into the golden set (idempotent: one scenario per trace).
 
@@ -255,6 +262,7 @@ def promote_trace(
         scenario_id: the id (default: a slug of the last turn plus the trace id's first 8 characters).
         author: changelog author (default ``$REPLAYGATE_AUTHOR`` or the login name).
         today: the date to record (default: today, UTC).
+        source_name: the trace source named in the changelog (None: the embedded store).
 
     Returns:
         The scenario, its path, and ``created`` (False when the trace was promoted before).
@@ -289,6 +297,7 @@ def promote_trace(
         scenario_id=scenario_id,
         author=author,
         today=today,
+        source_name=source_name,
     )
     if gs.file_for(scenario.id).exists():
         raise GoldenError(f"a scenario {scenario.id!r} already exists in {gs.path}; pass another --id")

@@ -91,7 +91,10 @@ def _scenario_legend(c: Comparison) -> str:
     """Say what each change label means; "inconclusive" on a 5/5 scenario puzzles readers otherwise."""
     perfect_low = wilson_interval(c.k, c.k, c.confidence)[0] if c.k else 0.0
     return (
-        "<p><small><b>newly failing</b>: the candidate fails a scenario the baseline did not fail · "
+        "<p><small><b>newly failing</b>: passed before, fails now beyond noise (a must-pass scenario "
+        "failed an attempt; another went from a confirmed pass to a confirmed fail, or fell significantly "
+        "by a Benjamini-Hochberg-adjusted one-sided Fisher test) · <b>worse unconfirmed</b>: the verdict "
+        "got worse but k cannot confirm it (no signature needed) · "
         "<b>newly passing</b>, <b>still failing</b>, <b>still passing</b> likewise · "
         "<b>inconclusive</b>: a pass rate's Wilson interval still straddles the scenario's threshold, so "
         f"k={c.k} attempts cannot tell (even {c.k}/{c.k} only shows a rate above {perfect_low:.2f} at "

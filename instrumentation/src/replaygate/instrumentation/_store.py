@@ -31,6 +31,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._normalize import span_to_record
 from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
 from replaygate.instrumentation._store_db import (
     connect,
@@ -48,7 +49,7 @@ from replaygate.instrumentation._store_rows import (
     where,
     with_feedback,
 )
-from replaygate.instrumentation._summary import span_to_record, summarize_spans
+from replaygate.instrumentation._summary import summarize_spans
 
 __all__ = ["StoreSpanExporter", "TraceStore"]
 

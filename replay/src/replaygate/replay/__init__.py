@@ -47,6 +47,7 @@ from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
 from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -154,6 +155,7 @@ __all__ = [
     "journal_path",
     "judges_from_fingerprint",
     "load_run",
+    "read_artifacts",
     "load_scenario",
     "load_scenarios",
     "load_target",

@@ -25,6 +25,7 @@ from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
+from replaygate.replay._filelock import exclusive_lock
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
 from replaygate.replay._journal import (
     HEADER_LATER,
@@ -37,7 +38,7 @@ from replaygate.replay._judges import create_judges
 from replaygate.replay._measures import load_prices
 from replaygate.replay._progress import ProgressCallback, make_progress
 from replaygate.replay._run_summary import summarize_attempts
-from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, save_run
+from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, digest_of, save_run
 from replaygate.replay._scenario import Scenario, scenario_content_hash
 from replaygate.replay._scenario_io import suite_hash_of
 from replaygate.replay._scoring import score_attempt
@@ -376,7 +377,8 @@ async def run_suite_async(
         policy=dict(policy) if policy is not None else None,
         summary=summarize_attempts(results, entries, run_id=run_id),
     )
-    save_run(run, out, serialized=writer.serialized)
+    run = run.model_copy(update={"attempts_digest": digest_of(run, writer.digests)})
+    save_run(run, out, serialized=writer.serialized, trust_digest=True)
     return run
 
 
@@ -405,6 +407,7 @@ def run_suite(
     Raises:
         ReplayError: bad arguments or a journal that cannot be resumed; also when called from a running
             event loop (await :func:`run_suite_async` there instead).
+        LockBusyError: another run is writing the same ``out_path`` (``<out>.lock`` is held).
     """
     try:
         asyncio.get_running_loop()
@@ -438,8 +441,10 @@ def run_suite(
         )
         box.append(run)
 
-    with _old_objects_frozen():
-        asyncio.run(main())
+    out = Path(out_path)  # the run file and its journal are ours while we write them
+    with exclusive_lock(out.with_name(out.name + ".lock"), wait_s=0, what=f"the run file {out}"):
+        with _old_objects_frozen():
+            asyncio.run(main())
     return box[0]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from replaygate.replay._bounded import load_yaml_bounded
 from replaygate.replay._errors import ScenarioError
 from replaygate.replay._runfile import content_hash, save_atomic, write_atomic
 from replaygate.replay._scenario_model import Scenario
@@ -124,18 +125,7 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
         source: the file name used in error messages.
         expected_id: when given, the scenario's ``id`` must equal it (the file stem).
     """
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise ScenarioError(f"{source}:{line}: not valid YAML ({problem}); fix the syntax") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{source}:1: not valid YAML ({exc}); fix the syntax") from None
-    except (RecursionError, MemoryError):
-        raise ScenarioError(f"{source}:1: YAML nested too deeply; flatten the document") from None
+    data, node = load_yaml_bounded(text, source, ScenarioError)  # no aliases, bounded depth
     if node is None or data is None:
         raise ScenarioError(f"{source}:1: empty scenario file; write a scenario mapping (id, title, ...)")
     if not isinstance(data, dict):
