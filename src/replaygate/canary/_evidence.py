@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from replaygate.canary._measures import MEASURES
@@ -502,11 +502,14 @@ def requests_needed(
     settings: EvidenceSettings | None = None,
     *,
     share: float,
+    equal: bool = False,
 ) -> int | None:
     """About how many candidate requests a fresh step at ``share`` needs to decide every measure.
 
-    The per-request spread of each measure and its observed worsening are taken from the current arms;
-    None when a measure sits on its tolerance or its spread is not known yet.
+    The per-request spread of each measure and its observed worsening are taken from the current arms
+    (``equal``: as if the candidate were as good as the baseline, with the baseline's spread in both arms:
+    what a step of a good candidate needs); None when a measure sits on its tolerance or its spread is not
+    known yet.
     """
     chosen = settings or EvidenceSettings()
     if not 0 < share < 1:
@@ -519,6 +522,8 @@ def requests_needed(
         s = worsening(name, baseline, candidate, limit, chosen.guard_factor)
         if s is None:
             continue
+        if equal:
+            s = replace(s, d=0.0, d_raw=0.0, var_c=s.var_b * max(1, s.n_b) / max(1, s.n_c))
         k = _need(s, chosen, share, fresh=True)
         if k is None:
             return None
