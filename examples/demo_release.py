@@ -255,7 +255,7 @@ def canary(demo: Demo) -> None:
             "--batches",
             "1",
             "--batch-size",
-            "1000",
+            "500",
             "--seed",
             str(batch),
             *common,
