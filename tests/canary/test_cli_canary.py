@@ -111,7 +111,7 @@ def test_users_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     users = load_users(path)
     assert users["ana"].can_act and users["bo"].role == "viewer" and not users["bo"].can_act
     path.write_text("users:\n  eve: {password_hash: x, role: admin}\n")
-    with pytest.raises(CanaryError, match="viewer or releaser"):
+    with pytest.raises(CanaryError, match="viewer, reviewer, responder, releaser"):
         load_users(path)
     monkeypatch.setenv("REPLAYGATE_USERS", "users: {cy: {password_hash: h, role: releaser}}")
     assert load_users()["cy"].role == "releaser"

@@ -50,9 +50,11 @@ from replaygate.canary._measures import (
     MeasureDiff,
     RequestSample,
     SeriesPoint,
+    arm_measures,
     compute_live_measures,
 )
 from replaygate.canary._outlook import StepOutlook, step_outlook
+from replaygate.canary._samples import sample_from_trace
 from replaygate.canary._store import AuditEntry, CanaryStore
 
 if TYPE_CHECKING:
@@ -101,11 +103,13 @@ __all__ = [
     "TraceSource",
     "TrafficProfile",
     "Transition",
+    "arm_measures",
     "compute_live_measures",
     "decision_config_ids",
     "evaluate_evidence",
     "parse_plan",
     "requests_needed",
+    "sample_from_trace",
     "simulate_live_traffic",
     "step_outlook",
     "tolerances_from_policy",

@@ -96,7 +96,10 @@ WORDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class EvidenceSettings:
-    """Knobs of the rule: minimum traffic and the error level of each verdict (per measure and step)."""
+    """Knobs of the rule: minimum traffic and the error level of each verdict (per measure and step).
+
+    ``widen_confidence`` (the older knob) sets ``widen_alpha`` to ``1 - widen_confidence`` when given.
+    """
 
     min_count: int = 50
     min_breach_count: int = 50
@@ -104,8 +107,11 @@ class EvidenceSettings:
     guard_alpha: float = 0.05
     widen_alpha: float = 0.10
     guard_factor: float = 2.0
+    widen_confidence: float | None = None
 
     def __post_init__(self) -> None:
+        if self.widen_confidence is not None:
+            object.__setattr__(self, "widen_alpha", 1.0 - self.widen_confidence)
         for name in ("rollback_alpha", "guard_alpha", "widen_alpha"):
             value = getattr(self, name)
             if not 0 < value < 1:

@@ -53,7 +53,8 @@ _POLICY_NAMES = {
 def tolerances_from_policy(policy: Any) -> dict[str, Limit]:
     """Read the guardrail tolerances of a gate policy (``replaygate.gate.Policy`` or a mapping).
 
-    A guardrail the policy switches off (``null``) is not checked live either.
+    A guardrail the policy switches off (``null``) is not checked live either. Sampled groundedness
+    takes the policy's ``judge:groundedness`` tolerance (its graded-score tolerance) when it has one.
     """
     if policy is None:
         return dict(DEFAULT_TOLERANCES)
@@ -79,4 +80,10 @@ def tolerances_from_policy(policy: Any) -> dict[str, Limit]:
                 out[name] = Limit("absolute", float(tol["absolute"]))
             continue
         out[name] = Limit("relative" if tol.kind == "relative" else "absolute", float(tol.value))
+    tolerance = policy.get("tolerance") if isinstance(policy, Mapping) else getattr(policy, "tolerance", None)
+    metrics = (
+        tolerance.get("metrics") if isinstance(tolerance, Mapping) else getattr(tolerance, "metrics", None)
+    )
+    if isinstance(metrics, Mapping) and metrics.get("judge:groundedness") is not None:
+        out["groundedness"] = Limit("absolute", float(metrics["judge:groundedness"]))
     return out
