@@ -53,6 +53,7 @@ EXPECTED = {
     "capture",
     "CaptureResult",
     "watch",
+    "Instrumentation",
 }
 
 

@@ -17,7 +17,7 @@ rich markup) with control characters replaced.
              failure_note (the text given to mark_failure), feedback [{score, comment, created_ns}]}
     TRACE_DETAIL = TRACE + {outputs, chunks [{id, score, rank, text, query, metadata}],
              tool_calls [{name, arguments, result, call_id, error}],
-             llm_calls [{model, provider, input_tokens, output_tokens, latency_s}],
+             llm_calls [{model, provider, input_tokens, output_tokens, latency_s, cost_usd}],
              spans [{trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status,
                      status_message, attributes, events}]}
 """

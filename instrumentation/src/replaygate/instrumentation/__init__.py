@@ -35,7 +35,10 @@ notes a clarifying question. ``annotate_agent({...})`` sets attributes on the in
 Threads: ``contextvars`` do not follow work into an executor; submit ``wrap_for_executor(fn)`` so spans and
 marks made there belong to the agent call that submitted them. asyncio tasks inherit the context.
 
-Where spans go — ``configure(...)`` (call it again to change; the last call wins):
+Where spans go — ``configure(...)`` (call it again to change; the last call wins). It returns an
+``Instrumentation`` handle (``health()``, ``shutdown()``, ``activate()``); decorators and span helpers use
+the handle active in the current context (a context variable: ``with handle.activate():``), else the
+default one, so a second handle made with ``configure(..., default=False)`` serves only where activated:
 
 - the embedded store (SQLite, default ``.replaygate/replaygate.db``; ``store=None`` disables it), read by
   ``replaygate traces`` / ``replaygate failures``;
@@ -112,7 +115,7 @@ from replaygate.instrumentation._agent import (
     mark_failure,
 )
 from replaygate.instrumentation._collector import SpanCollector
-from replaygate.instrumentation._configure import configure, health, shutdown
+from replaygate.instrumentation._configure import Instrumentation, configure, health, shutdown
 from replaygate.instrumentation._context import run_in_context, wrap_for_executor
 from replaygate.instrumentation._errors import InstrumentationError, ReplaygateError, StoreError
 from replaygate.instrumentation._feedback import record_feedback
@@ -148,6 +151,7 @@ __all__ = [
     "AgentRun",
     "CaptureResult",
     "Chunk",
+    "Instrumentation",
     "InstrumentationError",
     "LlmCall",
     "NormalizedSpan",

@@ -54,6 +54,7 @@ class AgentSpec:
         session_id_arg: str | None,
         user_id_arg: str | None,
         input_arg: str | None,
+        provider: str | None = None,
     ) -> None:
         self.name = name or getattr(fn, "__name__", "agent")
         self.span_name = f"invoke_agent {self.name}"
@@ -64,6 +65,8 @@ class AgentSpec:
         }
         if version is not None:
             self.static[sc.AGENT_VERSION] = str(version)
+        if provider is not None:
+            self.static[sc.PROVIDER_NAME] = str(provider)  # semconv: required on invoke_agent spans
         try:
             params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
@@ -148,6 +151,11 @@ def record_error(span: trace.Span, exc: BaseException) -> None:
     """Record an exception on a span and set its status to error (never raises)."""
     try:
         span.record_exception(exc)
+        kind = type(exc)
+        error_type = (
+            kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+        )
+        span.set_attribute(sc.ERROR_TYPE, error_type)  # semconv: error.type on failed spans
         span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
     except Exception as fault_exc:  # noqa: BLE001
         fault("recording an exception", fault_exc)

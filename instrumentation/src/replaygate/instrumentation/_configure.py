@@ -19,11 +19,12 @@ from replaygate.instrumentation._errors import InstrumentationError
 from replaygate.instrumentation._export import ExportSink, Pipeline, Slot
 from replaygate.instrumentation._health import HEALTH, fault
 from replaygate.instrumentation._redaction import Redactor
+from replaygate.instrumentation._semconv import SCHEMA_URL
 from replaygate.instrumentation._settings import UNSET, Settings, resolve_settings
-from replaygate.instrumentation._state import SCOPE, STATE
+from replaygate.instrumentation._state import SCOPE, STATE, Instrumentation
 from replaygate.instrumentation.version import __version__
 
-__all__ = ["configure", "health", "shutdown"]
+__all__ = ["Instrumentation", "configure", "health", "shutdown"]
 
 _atexit_registered = False
 
@@ -179,11 +180,16 @@ def configure(
     max_batch_size: int | None = None,
     schedule_delay_s: float | None = None,
     shutdown_timeout_s: float | None = None,
-) -> None:
+    default: bool = True,
+) -> Instrumentation:
     """Set up where spans go; may be called again (the last call wins).
 
     Each argument left as None falls back to its environment variable, then to its default (see the
     package docstring). The previous call's processors are detached and shut down.
+
+    Returns the :class:`Instrumentation` handle (its provider, pipeline, settings, ``health()``,
+    ``shutdown()``, ``activate()``). With ``default=False`` the handle does not replace the default one:
+    its exporters run beside it, and decorators use it only inside ``with handle.activate():``.
 
     Args:
         service_name: ``service.name`` of a provider replaygate creates (env ``OTEL_SERVICE_NAME``).
@@ -214,6 +220,7 @@ def configure(
         max_batch_size: spans per export call (env ``REPLAYGATE_BATCH_SIZE``).
         schedule_delay_s: seconds between exports (env ``REPLAYGATE_SCHEDULE_DELAY``).
         shutdown_timeout_s: flush deadline at exit (env ``REPLAYGATE_SHUTDOWN_TIMEOUT``, default 5).
+        default: make this the default handle (module-level ``health``/``shutdown``, decorators anywhere).
 
     Raises:
         InstrumentationError: an option or environment variable is invalid, or an exporter package is missing.
@@ -260,14 +267,24 @@ def configure(
             slot = Slot()
             provider.add_span_processor(slot)
             STATE.slots[provider] = slot
-        for other_provider, other_slot in list(STATE.slots.items()):
-            if other_provider is not provider:
-                other_slot.pipeline = None
+        handle = Instrumentation(
+            provider=provider,
+            pipeline=pipeline,
+            tracer=provider.get_tracer(SCOPE, __version__, schema_url=SCHEMA_URL),
+            settings=settings,
+        )
+        if not default:
+            slot.add(pipeline)  # a handle of its own, used where it is activated
+            return handle
         old = STATE.pipeline
-        slot.pipeline = pipeline
+        if old is not None:
+            for other_slot in STATE.slots.values():
+                other_slot.remove(old)
+        slot.pipelines = (pipeline, *(p for p in slot.pipelines if p is not pipeline))
+        STATE.default = handle
         STATE.pipeline = pipeline
         STATE.provider = provider
-        STATE.tracer = provider.get_tracer(SCOPE, __version__)
+        STATE.tracer = handle.tracer
         STATE.max_chars = settings.max_chars
         STATE.shutdown_timeout_s = settings.shutdown_timeout_s
         STATE.configured = True
@@ -285,6 +302,7 @@ def configure(
     if old is not None:
         old.shutdown(min(settings.shutdown_timeout_s, 5.0))
     announce(destinations)
+    return handle
 
 
 def shutdown(timeout: float = 5.0) -> bool:
@@ -297,8 +315,11 @@ def shutdown(timeout: float = 5.0) -> bool:
     """
     with STATE.lock:
         pipeline, STATE.pipeline = STATE.pipeline, None
-        for slot in STATE.slots.values():
-            slot.pipeline = None
+        if pipeline is not None:
+            for slot in STATE.slots.values():
+                slot.remove(pipeline)
+        if STATE.default is not None:
+            STATE.default.pipeline = None
     if pipeline is None:
         return True
     return pipeline.shutdown(timeout)

@@ -294,33 +294,46 @@ class Pipeline(SpanProcessor):
 
 
 class Slot(SpanProcessor):
-    """Attached once to a TracerProvider; routes captured traces' spans and forwards to the current pipeline.
+    """Attached once to a TracerProvider; routes captured traces' spans and forwards to its pipelines.
 
-    ``pipeline`` None exports nothing (the spans of captured traces are still routed to their capture).
-
-    SDK providers cannot remove a processor, so re-configuring swaps what the slot forwards to.
+    With no pipeline it exports nothing (the spans of captured traces are still routed to their capture).
+    SDK providers cannot remove a processor, so re-configuring changes what the slot forwards to.
     """
 
     def __init__(self) -> None:
-        self.pipeline: Pipeline | None = None
+        self.pipelines: tuple[Pipeline, ...] = ()
+
+    @property
+    def pipeline(self) -> Pipeline | None:
+        """The first pipeline (the default handle's), or None."""
+        return self.pipelines[0] if self.pipelines else None
+
+    @pipeline.setter
+    def pipeline(self, value: Pipeline | None) -> None:
+        self.pipelines = () if value is None else (value,)
+
+    def add(self, pipeline: Pipeline) -> None:
+        """Forward to ``pipeline`` too."""
+        self.pipelines = (*self.pipelines, pipeline)
+
+    def remove(self, pipeline: Pipeline) -> None:
+        """Stop forwarding to ``pipeline``."""
+        self.pipelines = tuple(p for p in self.pipelines if p is not pipeline)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         route_start(span)
-        pipeline = self.pipeline
-        if pipeline is not None:
+        for pipeline in self.pipelines:
             pipeline.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
         route_end(span)  # a span of a captured trace (replay) goes to its capture
-        pipeline = self.pipeline
-        if pipeline is not None:
+        for pipeline in self.pipelines:
             pipeline.on_end(span)
 
     def shutdown(self) -> None:
-        pipeline, self.pipeline = self.pipeline, None
-        if pipeline is not None:
+        pipelines, self.pipelines = self.pipelines, ()
+        for pipeline in pipelines:
             pipeline.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        pipeline = self.pipeline
-        return True if pipeline is None else pipeline.force_flush(timeout_millis)
+        return all(pipeline.force_flush(timeout_millis) for pipeline in self.pipelines)

@@ -51,8 +51,14 @@ __all__ = [
     "RG_FAILURE_REASON",
     "RG_STREAM_CLOSED_EARLY",
     "RG_CANCELLED",
+    "SCHEMA_URL",
+    "ERROR_TYPE",
+    "RETRIEVAL_QUERY_TEXT",
     "LANGFUSE_TRACE_TAGS",
 ]
+
+#: The semantic conventions version replaygate writes (the tracer's schema URL).
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
 
 # GenAI semantic conventions
 OPERATION_NAME = "gen_ai.operation.name"  # invoke_agent | execute_tool | chat | retrieval
@@ -72,6 +78,8 @@ INPUT_MESSAGES = "gen_ai.input.messages"  # JSON string
 OUTPUT_MESSAGES = "gen_ai.output.messages"  # JSON string
 RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"  # JSON string: [{id, score, content?}]
 DATA_SOURCE_ID = "gen_ai.data_source.id"
+RETRIEVAL_QUERY_TEXT = "gen_ai.retrieval.query.text"
+ERROR_TYPE = "error.type"
 
 # OpenInference
 OI_SPAN_KIND = "openinference.span.kind"  # AGENT | RETRIEVER | TOOL | LLM

@@ -38,6 +38,9 @@ def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     value = attributes.get(sc.OI_OUTPUT_VALUE)
     if isinstance(value, str) and sc.OUTPUT_MESSAGES not in attributes:
         out[sc.OUTPUT_MESSAGES] = message_json("assistant", value, "stop")
+    for key, mime in ((sc.OI_INPUT_VALUE, "input.mime_type"), (sc.OI_OUTPUT_VALUE, "output.mime_type")):
+        if isinstance(attributes.get(key), str) and mime not in attributes:
+            out[mime] = "text/plain"  # plain text, so trace viewers show it as text
     value = attributes.get(sc.OI_SESSION_ID)
     if value is not None and sc.CONVERSATION_ID not in attributes:
         out[sc.CONVERSATION_ID] = value

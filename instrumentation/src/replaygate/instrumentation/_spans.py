@@ -170,6 +170,7 @@ def _retrieval_attributes(query: Any, data_source: str | None, threshold: float 
         sc.OI_SPAN_KIND: "RETRIEVER",
         sc.DATA_SOURCE_ID: data_source,
         sc.RG_RETRIEVAL_QUERY: text,
+        sc.RETRIEVAL_QUERY_TEXT: text,
         sc.OI_INPUT_VALUE: text,
         sc.RG_RETRIEVAL_THRESHOLD: _float_or_none(threshold),
     }
@@ -186,7 +187,9 @@ def retrieval(
         threshold: the similarity threshold applied, if any.
     """
     name = f"retrieval {data_source}" if data_source else "retrieval"
-    return SpanScope(name, lambda: _retrieval_attributes(query, data_source, threshold), RetrievalHandle)
+    return SpanScope(
+        name, lambda: _retrieval_attributes(query, data_source, threshold), RetrievalHandle, SpanKind.CLIENT
+    )
 
 
 def record_retrieval(

@@ -1,18 +1,78 @@
-"""Where the decorators look their tracer up at call time (so ``configure`` may come after import)."""
+"""Where the decorators look their tracer up at call time (so ``configure`` may come after import).
+
+The active :class:`Instrumentation` handle is found through a context variable (``with handle.activate():``),
+then the default handle (the latest module-level ``configure``), then the global provider.
+"""
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from replaygate.instrumentation._export import Pipeline, Slot
+from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation.version import __version__
 
-__all__ = ["SCOPE", "STATE", "State"]
+__all__ = ["ACTIVE", "SCOPE", "STATE", "Instrumentation", "State"]
 
 SCOPE = "replaygate.instrumentation"
+
+
+class Instrumentation:
+    """One ``configure`` call's wiring: its provider, tracer, export pipeline and settings.
+
+    ``configure`` returns it; the module-level ``health``/``shutdown`` act on the default one. Decorators
+    and span helpers use the handle made active in the current context (``with handle.activate():``,
+    asyncio tasks and ``wrap_for_executor`` carry it), else the default one.
+    """
+
+    def __init__(
+        self, *, provider: TracerProvider, pipeline: Pipeline, tracer: trace.Tracer, settings: Any
+    ) -> None:
+        self.provider = provider
+        self.pipeline: Pipeline | None = pipeline
+        self.tracer = tracer
+        self.settings = settings
+        self.max_chars: int = settings.max_chars
+        self.shutdown_timeout_s: float = settings.shutdown_timeout_s
+
+    @contextmanager
+    def activate(self) -> Iterator[Instrumentation]:
+        """Make this handle the one decorators and span helpers use in the current context."""
+        token = ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            ACTIVE.reset(token)
+
+    def health(self) -> dict[str, Any]:
+        """The process's counters, with this handle's queue and exporters."""
+        snapshot = HEALTH.snapshot()
+        pipeline = self.pipeline
+        snapshot["queued_spans"] = sum(s.pending() for s in pipeline.sinks) if pipeline else 0
+        snapshot["configured"] = pipeline is not None
+        snapshot["active_exporters"] = [s.name for s in pipeline.sinks] if pipeline else []
+        return snapshot
+
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Detach this handle's pipeline, flush it within ``timeout`` seconds and stop its exporters."""
+        with STATE.lock:
+            pipeline, self.pipeline = self.pipeline, None
+            if pipeline is not None:
+                for slot in STATE.slots.values():
+                    slot.remove(pipeline)
+            if STATE.default is self:
+                STATE.pipeline = None
+        return True if pipeline is None else pipeline.shutdown(timeout)
+
+
+ACTIVE: ContextVar[Instrumentation | None] = ContextVar("replaygate_instrumentation", default=None)
 
 
 class State:
@@ -27,15 +87,29 @@ class State:
         self.pipeline: Pipeline | None = None
         self.slots: weakref.WeakKeyDictionary[TracerProvider, Slot] = weakref.WeakKeyDictionary()
         self.owns_global = False
-        self.max_chars = 32768
+        self.default: Instrumentation | None = None
+        self._max_chars = 32768
         self.shutdown_timeout_s = 5.0
         #: exporter name -> where it sends spans, and the store's absolute path (for ``health()``)
         self.destinations: dict[str, str] = {}
         self.store_path: str | None = None
         self._global_real = False
 
+    @property
+    def max_chars(self) -> int:
+        """The text bound of the active handle (or of the latest ``configure``)."""
+        handle = ACTIVE.get()
+        return handle.max_chars if handle is not None else self._max_chars
+
+    @max_chars.setter
+    def max_chars(self, value: int) -> None:
+        self._max_chars = value
+
     def active_tracer(self) -> trace.Tracer | None:
         """The tracer to use now, or None when no SDK provider exists anywhere (then spans cost nothing)."""
+        handle = ACTIVE.get()
+        if handle is not None:
+            return handle.tracer
         if self.configured or self._global_real:
             return self.tracer
         provider = trace.get_tracer_provider()

@@ -271,6 +271,7 @@ def trace_agent(
     session_id_arg: str | None = None,
     user_id_arg: str | None = None,
     input_arg: str | None = None,
+    provider: str | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -283,6 +284,7 @@ def trace_agent(
     session_id_arg: str | None = None,
     user_id_arg: str | None = None,
     input_arg: str | None = None,
+    provider: str | None = None,
 ) -> Any:
     """Trace each call of an agent entry point as an ``invoke_agent {name}`` span.
 
@@ -298,6 +300,7 @@ def trace_agent(
         user_id_arg: parameter holding the user id (default ``user_id`` when present).
         input_arg: parameter holding the user message (default the first of ``message``, ``question``,
             ``input``, ``turns``, ``query``, ``prompt``; else the first string argument).
+        provider: the model provider the agent calls, ``gen_ai.provider.name`` on its span (e.g. ``openai``).
     """
 
     def decorate(func: F) -> F:
@@ -309,6 +312,7 @@ def trace_agent(
             session_id_arg=session_id_arg,
             user_id_arg=user_id_arg,
             input_arg=input_arg,
+            provider=provider,
         )
         if inspect.isasyncgenfunction(target):
             wrapper = _generator_wrapper(spec, is_async=True)
