@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-from replaygate.canary._calibration import Arm, Tally, simulate_rollouts
-from replaygate.canary._evidence import tolerances_from_policy
+from replaygate.canary import _machine
+from replaygate.canary._calibration import Arm, Tally, simulate_rollouts, step_arms
+from replaygate.canary._evidence import EvidenceSettings, Limit, evaluate_evidence, tolerances_from_policy
+from replaygate.canary._machine import RolloutState
+from replaygate.canary._outlook import step_outlook
 from replaygate.gate import load_policy
 
 POLICY = Path(__file__).resolve().parent.parent / "examples" / "gate-policy.yaml"
@@ -64,6 +68,29 @@ def _median(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
+def _outlook_example(tolerances: Mapping[str, Limit], max_hold: float | None) -> None:
+    """What the status says of an equal candidate held at 1%: 3,600 requests an hour, two hours in."""
+    state = _machine.start(
+        RolloutState(),
+        rollout_id="r",
+        decision_id="d",
+        decision_outcome="pass",
+        baseline_config_id="b",
+        candidate_config_id="c",
+        salt="s",
+        now_ns=0,
+        plan=DEFAULT_PLAN,
+    ).after
+    base, cand = step_arms(BASE, BASE, share=0.01, requests=7200, seed=3)
+    settings = EvidenceSettings()
+    evidence = evaluate_evidence(base, cand, tolerances, settings, share=0.01)
+    now = 2 * 3600 * 10**9
+    outlook = step_outlook(state, evidence, base, cand, tolerances, settings, now_ns=now, max_hold_s=max_hold)
+    print(f"\nAn equal candidate at 1% after 2 h of 3,600 requests an hour ({cand.n} on the candidate):")
+    print(f"  {evidence.reason}")
+    print(f"  {outlook.text if outlook else ''}")
+
+
 def main() -> None:
     """Run every cell and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -92,6 +119,7 @@ def main() -> None:
             flush=True,
         )
     print(f"({time.perf_counter() - started:.0f} s; median n = candidate requests until the decision)")
+    _outlook_example(tolerances, load_policy(POLICY).max_hold)
     if failed:
         raise SystemExit(1)
 

@@ -26,7 +26,7 @@ from replaygate.canary._evidence import (
 )
 from replaygate.canary._machine import RolloutState
 
-__all__ = ["Arm", "RolloutOutcome", "Tally", "simulate_rollout", "simulate_rollouts"]
+__all__ = ["Arm", "RolloutOutcome", "Tally", "simulate_rollout", "simulate_rollouts", "step_arms"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,18 @@ class _Accumulator:
             latencies=self.latencies,
             cost=MeanSummary(self.n, self.cost_total, self.cost_sq) if self.n else None,
         )
+
+
+def step_arms(
+    baseline: Arm, candidate: Arm, *, share: float, requests: int, seed: int = 0
+) -> tuple[ArmSummary, ArmSummary]:
+    """The two arms' summaries after ``requests`` requests of one step at ``share``."""
+    rng = np.random.default_rng(seed)
+    base, cand = _Accumulator(), _Accumulator()
+    k = int(rng.binomial(requests, share))
+    cand.add(rng, candidate, k)
+    base.add(rng, baseline, requests - k)
+    return base.summary(), cand.summary()
 
 
 def simulate_rollout(

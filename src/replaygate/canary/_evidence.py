@@ -14,10 +14,10 @@ scale (a difference for an absolute tolerance; the log of the ratio for a relati
 Around it sits a **confidence sequence**: bounds that hold at every look at once, however often
 ``replaygate canary check`` runs (the one-sided normal-mixture boundary of Robbins 1970 as given by
 Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence sequences",
-Ann. Statist. 49(2), 2021, applied to the estimate with its plug-in variance as in Johari, Pekelis & Walsh's
-"always valid" A/B tests, Oper. Res. 70(3), 2022; valid as the arms grow, by the time-uniform central limit
-theorem of Waudby-Smith, Arnold, Wu & Ramdas 2024). The mixture is scaled to the tolerance, so the bounds
-are tightest where the decision is made.
+Ann. Statist. 49(2), 2021, applied to the estimate with its plug-in variance as in the "always valid"
+A/B tests of Johari, Koomen, Pekelis & Walsh, Oper. Res. 70(3), 2022; valid as the arms grow, by the
+time-uniform central limit theorem of Waudby-Smith, Arnold, Wu & Ramdas 2024). The mixture is scaled to
+the tolerance, so the bounds are tightest where the decision is made.
 
 - **Roll back** when the lower bound of the worsening (``rollback_alpha``, 1%) is above the tolerance in
   any measure: it is *confidently worse than the tolerance*. A candidate exactly at its tolerance is rolled
@@ -26,7 +26,8 @@ are tightest where the decision is made.
   by twice the tolerance" (``guard_alpha``, 5%) rolls back sooner on a gross breach. Its likelihood ratio is
   a supermartingale for any worsening up to 1.5 times the tolerance, so by Ville's inequality a candidate
   within the tolerance trips it with probability at most ``guard_alpha`` (at exactly the tolerance; about
-  ``guard_alpha²`` at half of it) over every look.
+  ``guard_alpha²`` at half of it) over every look. A rate's candidate variance in it is the one at the
+  null (baseline + tolerance), as in a score test.
 - **Widen** when every checked measure's upper bound (``widen_alpha``, 10%) is within its tolerance
   (*confidently within*) and both arms hold ``min_count`` requests; neither verdict is given on fewer than
   ``min_count`` (widen) or ``min_breach_count`` (rollback) requests in either arm.
@@ -36,19 +37,23 @@ are tightest where the decision is made.
 
 Rates use the Agresti-Caffo estimate (one event and one non-event added to each arm), so a rare event seen
 zero times still has a spread; latency quantiles use a distribution-free standard error from the order
-statistics around the quantile; cost and groundedness use the mean and its variance.
+statistics around the quantile; cost and groundedness use the mean and its variance (``_sequential``).
+Both tests are Gaussian approximations, which are rough for rare events on small arms; measured by
+``bench/canary_calibration.py``, a candidate exactly at the +2-point error tolerance over a 1% baseline
+is rolled back in 6.5% of rollouts over 100 looks, against the 6% the two levels promise.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-import numpy as np
-
-from replaygate.canary._measures import MEASURES, RequestSample
+from replaygate.canary._measures import MEASURES
+from replaygate.canary._sequential import QUANTILES, Stat, display, mixture_bound, quantile_min_n, worsening
+from replaygate.canary._summary import RATE_MEASURES, ArmSummary, MeanSummary
+from replaygate.canary._tolerances import DEFAULT_TOLERANCES, EXTRA_TOLERANCES, Limit, tolerances_from_policy
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -85,167 +90,16 @@ WORDS: dict[str, str] = {
     "unchecked": "not checked",
 }
 
-RATE_MEASURES = ("error_rate", "empty_rate", "escalation_rate", "negative_feedback_rate")
-_RATE_FLAGS = {
-    "error_rate": "error",
-    "empty_rate": "empty",
-    "escalation_rate": "escalated",
-    "negative_feedback_rate": "negative_feedback",
-}
-_QUANTILES = {"latency_p50": 0.5, "latency_p95": 0.95}
-_SQRT2 = math.sqrt(2.0)
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
-
-
-@dataclass(frozen=True)
-class Limit:
-    """How much a measure may worsen: ``relative`` (0.2 = 20% of the baseline) or ``absolute``."""
-
-    mode: Literal["relative", "absolute"]
-    value: float
-
-    def allowed(self, baseline: float) -> float:
-        """The allowed worsening for this baseline value."""
-        return self.value * abs(baseline) if self.mode == "relative" else self.value
-
-    def describe(self) -> str:
-        """``35% relative`` or ``0.05 absolute``."""
-        return f"{self.value:.0%} relative" if self.mode == "relative" else f"{self.value:g} absolute"
-
-
-#: Tolerances of measures the gate policy does not hold.
-EXTRA_TOLERANCES: dict[str, Limit] = {
-    "negative_feedback_rate": Limit("absolute", 0.05),
-    "groundedness": Limit("absolute", 0.10),
-}
-#: Used when no gate policy is given (the gate policy's own defaults).
-DEFAULT_TOLERANCES: dict[str, Limit] = {
-    "cost_per_request": Limit("relative", 0.10),
-    "latency_p50": Limit("relative", 0.20),
-    "latency_p95": Limit("relative", 0.25),
-    "escalation_rate": Limit("absolute", 0.05),
-    "empty_rate": Limit("absolute", 0.02),
-    "error_rate": Limit("absolute", 0.02),
-    **EXTRA_TOLERANCES,
-}
-_POLICY_NAMES = {
-    "cost": "cost_per_request",
-    "latency_p50": "latency_p50",
-    "latency_p95": "latency_p95",
-    "escalation_rate": "escalation_rate",
-    "empty_rate": "empty_rate",
-    "error_rate": "error_rate",
-}
-
-
-def tolerances_from_policy(policy: Any) -> dict[str, Limit]:
-    """Read the guardrail tolerances of a gate policy (``replaygate.gate.Policy`` or a mapping).
-
-    A guardrail the policy switches off (``null``) is not checked live either. Sampled groundedness
-    takes the policy's ``judge:groundedness`` tolerance (its graded-score tolerance) when it has one.
-    """
-    if policy is None:
-        return dict(DEFAULT_TOLERANCES)
-    guardrails = (
-        policy.get("guardrails") if isinstance(policy, Mapping) else getattr(policy, "guardrails", None)
-    )
-    out: dict[str, Limit] = dict(EXTRA_TOLERANCES)
-    for policy_name, name in _POLICY_NAMES.items():
-        if guardrails is None:
-            out[name] = DEFAULT_TOLERANCES[name]
-            continue
-        tol = (
-            guardrails.get(policy_name)
-            if isinstance(guardrails, Mapping)
-            else getattr(guardrails, policy_name)
-        )
-        if tol is None:
-            continue
-        if isinstance(tol, Mapping):
-            if tol.get("relative") is not None:
-                out[name] = Limit("relative", float(tol["relative"]))
-            elif tol.get("absolute") is not None:
-                out[name] = Limit("absolute", float(tol["absolute"]))
-            continue
-        out[name] = Limit("relative" if tol.kind == "relative" else "absolute", float(tol.value))
-    tolerance = policy.get("tolerance") if isinstance(policy, Mapping) else getattr(policy, "tolerance", None)
-    metrics = (
-        tolerance.get("metrics") if isinstance(tolerance, Mapping) else getattr(tolerance, "metrics", None)
-    )
-    if isinstance(metrics, Mapping) and metrics.get("judge:groundedness") is not None:
-        out["groundedness"] = Limit("absolute", float(metrics["judge:groundedness"]))
-    return out
-
-
-# ---- per-arm summaries -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MeanSummary:
-    """Count, sum and sum of squares of one measure's values in one arm."""
-
-    n: int
-    total: float
-    total_sq: float
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> MeanSummary:
-        """Summarise a list of values."""
-        arr = np.asarray(values, float)
-        return cls(len(arr), float(arr.sum()), float((arr * arr).sum()))
-
-    @property
-    def mean(self) -> float:
-        """The mean (nan when empty)."""
-        return self.total / self.n if self.n else math.nan
-
-    @property
-    def variance(self) -> float:
-        """The sample variance (0 for fewer than two values; never negative)."""
-        if self.n < 2:
-            return 0.0
-        return max(0.0, (self.total_sq - self.total * self.total / self.n) / (self.n - 1))
-
-
-@dataclass(frozen=True)
-class ArmSummary:
-    """One arm of the current step as the rule needs it.
-
-    ``events``: per rate measure (:data:`RATE_MEASURES`), how many of the ``n`` requests had it;
-    ``latencies``: sorted, every latency of the step or a uniform sample of them; ``cost``: None when no
-    request's price is known, and ``cost_unknown`` requests had an unknown price (an unknown price is
-    never 0); ``groundedness``: the sampled judge scores.
-    """
-
-    n: int
-    events: dict[str, int] = field(default_factory=dict)
-    latencies: Sequence[float] = ()
-    cost: MeanSummary | None = None
-    cost_unknown: int = 0
-    groundedness: MeanSummary | None = None
-
-    @classmethod
-    def from_samples(cls, samples: Sequence[RequestSample]) -> ArmSummary:
-        """Summarise one arm's request samples."""
-        events = {name: sum(1 for s in samples if getattr(s, flag)) for name, flag in _RATE_FLAGS.items()}
-        known = [s.cost_usd for s in samples if s.cost_usd is not None]
-        scores = [s.groundedness for s in samples if s.groundedness is not None]
-        return cls(
-            n=len(samples),
-            events=events,
-            latencies=tuple(sorted(s.latency_s for s in samples)),
-            cost=MeanSummary.of(known) if known else None,
-            cost_unknown=len(samples) - len(known),
-            groundedness=MeanSummary.of(scores) if scores else None,
-        )
-
 
 # ---- settings and results ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class EvidenceSettings:
-    """Knobs of the rule: minimum traffic and the error level of each verdict (per measure and step)."""
+    """Knobs of the rule: minimum traffic and the error level of each verdict (per measure and step).
+
+    ``widen_confidence`` (the older knob) sets ``widen_alpha`` to ``1 - widen_confidence`` when given.
+    """
 
     min_count: int = 50
     min_breach_count: int = 50
@@ -253,8 +107,11 @@ class EvidenceSettings:
     guard_alpha: float = 0.05
     widen_alpha: float = 0.10
     guard_factor: float = 2.0
+    widen_confidence: float | None = None
 
     def __post_init__(self) -> None:
+        if self.widen_confidence is not None:
+            object.__setattr__(self, "widen_alpha", 1.0 - self.widen_confidence)
         for name in ("rollback_alpha", "guard_alpha", "widen_alpha"):
             value = getattr(self, name)
             if not 0 < value < 1:
@@ -326,7 +183,7 @@ class Evidence:
                 "evidence holds: enough requests in both arms and every measure confidently within "
                 "the tolerance"
             )
-        return "; ".join(self.missing)
+        return "; ".join([*self.breaches, *(m for m in self.missing if m not in self.breaches)])
 
     @property
     def breached(self) -> bool:
@@ -363,240 +220,14 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else value
 
 
-# ---- the boundary ------------------------------------------------------------------------------------
-
-
-def mixture_bound(variance: float, tau: float, alpha: float) -> float:
-    """Half-width of the one-sided normal-mixture confidence sequence at an estimate's ``variance``.
-
-    The mixture martingale of a Gaussian estimate with variance ``V`` (information ``1/V``) over a
-    half-normal prior of scale ``tau`` on the effect is
-    ``2/sqrt(1+r) * exp(r x² / (2(1+r))) * Phi(x sqrt(r/(1+r)))`` with ``r = tau²/V`` and ``x`` the
-    estimate's distance in standard errors (Howard et al. 2021, one-sided normal mixture); the bound is
-    the distance at which it reaches ``1/alpha``, so by Ville's inequality the estimate crosses it at some
-    look with probability at most ``alpha``. Returns 0 for a zero variance, ``inf`` for an infinite one.
-    """
-    if variance <= 0:
-        return 0.0
-    if not math.isfinite(variance):
-        return math.inf
-    r = tau * tau / variance
-    target = math.log(1.0 / alpha)
-    half_log = 0.5 * math.log1p(r)
-    scale = math.sqrt(r / (1.0 + r))
-    k = 2.0 * (1.0 + r) / r
-
-    def excess(x: float) -> float:  # log M - log(1/alpha); Phi >= 1/2 here, so no underflow
-        return math.log(math.erfc(-x * scale / _SQRT2)) - half_log + x * x / k - target
-
-    def slope(x: float) -> float:
-        y = x * scale
-        return 2 * x / k + scale * math.exp(-y * y / 2) / (_SQRT_2PI * 0.5 * math.erfc(-y / _SQRT2))
-
-    lo = math.sqrt(max(0.0, k * (target - math.log(2.0) + half_log)))
-    hi = math.sqrt(k * (target + half_log)) + 1e-9
-    x = hi
-    for _ in range(60):  # Newton from the right, kept inside the bracket (excess is increasing)
-        f = excess(x)
-        if abs(f) < 1e-10:
-            break
-        if f > 0:
-            hi = x
-        else:
-            lo = x
-        step = x - f / slope(x)
-        x = step if lo < step < hi else (lo + hi) / 2
-    return x * math.sqrt(variance)
-
-
-# ---- per-measure statistics --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Stat:
-    """A worsening on its decision scale: estimate, variance split by arm, and the arms' sizes."""
-
-    d: float
-    var_c: float
-    var_b: float
-    n_c: int
-    n_b: int
-    relative: bool
-    tol: float  # tolerance on the decision scale
-    gross: float  # twice the tolerance on the decision scale
-    show: float  # observed worsening in display units
-    var_c_null: float | None = None  # the candidate's variance were it worse by exactly the tolerance
-    d_raw: float | None = None  # the unshrunk estimate, projected when more traffic arrives (rates)
-
-    def per_request(self) -> tuple[float, float]:
-        """Variance per candidate and per baseline request (projected as variance / n)."""
-        return self.var_c * max(1, self.n_c), self.var_b * max(1, self.n_b)
-
-
-def _scale(limit: Limit, factor: float, higher_is_worse: bool) -> float:
-    """The tolerance (times ``factor``) on the decision scale."""
-    if limit.mode == "absolute":
-        return limit.value * factor
-    v = limit.value * factor
-    if higher_is_worse:
-        return math.log1p(v)
-    return -math.log1p(-min(v, 0.999999))
-
-
-def _display(value: float, relative: bool, higher_is_worse: bool) -> float:
-    if not relative or not math.isfinite(value):
-        return value
-    return math.expm1(value) if higher_is_worse else -math.expm1(-value)
-
-
-def _rate_stat(name: str, b: ArmSummary, c: ArmSummary, limit: Limit, factor: float) -> _Stat | None:
-    if b.n == 0 or c.n == 0 or name not in b.events or name not in c.events:
-        return None
-    xb, xc = b.events[name], c.events[name]
-    pb, pc = (xb + 1) / (b.n + 2), (xc + 1) / (c.n + 2)
-    tol, gross = _scale(limit, 1, True), _scale(limit, factor, True)
-    if limit.mode == "absolute":
-        raw = xc / c.n - xb / b.n
-        p0 = min(1 - 1e-6, pb + limit.value)  # the guard's null: worse by exactly the tolerance
-        return _Stat(
-            d=pc - pb,
-            var_c=pc * (1 - pc) / (c.n + 2),
-            var_b=pb * (1 - pb) / (b.n + 2),
-            n_c=c.n,
-            n_b=b.n,
-            relative=False,
-            tol=tol,
-            gross=gross,
-            show=raw,
-            var_c_null=p0 * (1 - p0) / (c.n + 2),
-            d_raw=raw,
-        )
-    d = math.log(pc / pb)
-    return _Stat(
-        d=d,
-        var_c=(1 - pc) / (pc * (c.n + 2)),
-        var_b=(1 - pb) / (pb * (b.n + 2)),
-        n_c=c.n,
-        n_b=b.n,
-        relative=True,
-        tol=tol,
-        gross=gross,
-        show=math.expm1(d),
-    )
-
-
-def _mean_stat(
-    b: MeanSummary | None, c: MeanSummary | None, limit: Limit, factor: float, higher_is_worse: bool
-) -> _Stat | None:
-    if b is None or c is None or b.n < 2 or c.n < 2:
-        return None
-    sign = 1.0 if higher_is_worse else -1.0
-    tol, gross = _scale(limit, 1, higher_is_worse), _scale(limit, factor, higher_is_worse)
-    if limit.mode == "absolute":
-        d = sign * (c.mean - b.mean)
-        return _Stat(
-            d=d,
-            var_c=c.variance / c.n,
-            var_b=b.variance / b.n,
-            n_c=c.n,
-            n_b=b.n,
-            relative=False,
-            tol=tol,
-            gross=gross,
-            show=d,
-        )
-    if b.mean <= 0 or c.mean <= 0:
-        return None
-    d = sign * math.log(c.mean / b.mean)
-    var_c = c.variance / (c.n * c.mean * c.mean)
-    var_b = b.variance / (b.n * b.mean * b.mean)
-    return _Stat(
-        d=d,
-        var_c=var_c,
-        var_b=var_b,
-        n_c=c.n,
-        n_b=b.n,
-        relative=True,
-        tol=tol,
-        gross=gross,
-        show=_display(d, True, higher_is_worse),
-    )
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    """The sample quantile of sorted values (linear interpolation, numpy's default)."""
-    pos = (len(values) - 1) * q
-    i = math.floor(pos)
-    j = min(i + 1, len(values) - 1)
-    return values[i] + (values[j] - values[i]) * (pos - i)
-
-
-def _quantile_var(values: Sequence[float], q: float, log: bool) -> float:
-    """Distribution-free variance of a sample quantile from the order statistics one s.e. around it."""
-    n = len(values)
-    spread = math.sqrt(n * q * (1 - q))
-    lo, hi = math.floor(n * q - spread), math.ceil(n * q + spread)
-    if lo < 1 or hi > n:
-        return math.inf
-    a, z = values[lo - 1], values[hi - 1]
-    if log:
-        a, z = math.log(max(a, 1e-9)), math.log(max(z, 1e-9))
-    return ((z - a) / 2.0) ** 2
-
-
-def quantile_min_n(q: float) -> int:
-    """The fewest values whose quantile ``q`` has an order-statistic standard error."""
-    n = 2
-    while True:
-        spread = math.sqrt(n * q * (1 - q))
-        if math.floor(n * q - spread) >= 1 and math.ceil(n * q + spread) <= n:
-            return n
-        n += 1
-
-
-def _quantile_stat(q: float, b: ArmSummary, c: ArmSummary, limit: Limit, factor: float) -> _Stat | None:
-    if len(b.latencies) < 2 or len(c.latencies) < 2:
-        return None
-    lb, lc = b.latencies, c.latencies
-    qb, qc = _quantile(lb, q), _quantile(lc, q)
-    tol, gross = _scale(limit, 1, True), _scale(limit, factor, True)
-    relative = limit.mode == "relative"
-    d = math.log(max(qc, 1e-9) / max(qb, 1e-9)) if relative else qc - qb
-    return _Stat(
-        d=d,
-        var_c=_quantile_var(lc, q, relative),
-        var_b=_quantile_var(lb, q, relative),
-        n_c=len(lc),
-        n_b=len(lb),
-        relative=relative,
-        tol=tol,
-        gross=gross,
-        show=math.expm1(d) if relative else d,
-    )
-
-
-def _stat(name: str, b: ArmSummary, c: ArmSummary, limit: Limit, factor: float) -> _Stat | None:
-    if name in RATE_MEASURES:
-        return _rate_stat(name, b, c, limit, factor)
-    if name in _QUANTILES:
-        return _quantile_stat(_QUANTILES[name], b, c, limit, factor)
-    if name == "cost_per_request":
-        if b.cost_unknown or c.cost_unknown:
-            return None
-        return _mean_stat(b.cost, c.cost, limit, factor, True)
-    if name == "groundedness":
-        return _mean_stat(b.groundedness, c.groundedness, limit, factor, False)
-    return None
-
-
 # ---- the verdicts ------------------------------------------------------------------------------------
 
 
-def _tau(s: _Stat) -> float:
+def _tau(s: Stat) -> float:
     return s.tol if s.tol > 0 else 0.01  # the mixture's scale; a zero tolerance uses 1 point / 1%
 
 
-def _guard(s: _Stat, variance: float, settings: EvidenceSettings, d: float | None = None) -> bool:
+def _guard(s: Stat, variance: float, settings: EvidenceSettings, d: float | None = None) -> bool:
     """Wald's SPRT of worsening = tolerance against worsening = guard_factor x tolerance.
 
     A rate's candidate variance is taken at the null (baseline + tolerance), as a score test does.
@@ -612,7 +243,7 @@ def _guard(s: _Stat, variance: float, settings: EvidenceSettings, d: float | Non
 
 
 def _verdict(
-    s: _Stat, var_c: float, var_b: float, n_c: float, n_b: float, settings: EvidenceSettings
+    s: Stat, var_c: float, var_b: float, n_c: float, n_b: float, settings: EvidenceSettings
 ) -> tuple[Verdict, float, float, bool]:
     """(verdict, lower, upper, gross) of a worsening with these variances and arm sizes."""
     variance = var_c + var_b
@@ -637,7 +268,7 @@ def _split(share: float | None, n_c: int, n_b: int) -> float | None:
     return s if 0 < s < 1 else None
 
 
-def _need(s: _Stat, settings: EvidenceSettings, share: float | None, fresh: bool) -> int | None:
+def _need(s: Stat, settings: EvidenceSettings, share: float | None, fresh: bool) -> int | None:
     """About how many more (``fresh``: how many) candidate requests decide ``s`` at its current rates."""
     d = s.d if s.d_raw is None else s.d_raw  # the shrinkage fades as the arms grow
     if abs(d - s.tol) <= 1e-12:
@@ -728,7 +359,7 @@ def _words(name: str, label: str, verdict: Verdict, m: dict[str, Any]) -> str:
     elif needed is None:
         what = "needs more candidate requests"
     else:
-        what = f"needs ~{needed} more candidate requests"
+        what = f"needs ~{needed} more candidate request{'' if needed == 1 else 's'}"
     return (
         f"{label} is {WORDS['undecided']} ({what}): observed {_fmt(name, m['est'], rel)}, "
         f"bounds {lo} to {hi}; tolerance {tol}"
@@ -759,9 +390,9 @@ def _measure_evidence(
     limit: Limit,
     settings: EvidenceSettings,
     share: float | None,
-) -> tuple[MeasureEvidence, _Stat | None]:
+) -> tuple[MeasureEvidence, Stat | None]:
     _, higher_is_worse, label = MEASURES.get(name, ("score", True, name))
-    s = _stat(name, b, c, limit, settings.guard_factor)
+    s = worsening(name, b, c, limit, settings.guard_factor)
     if s is None:
         if name == "cost_per_request" and (b.cost_unknown or c.cost_unknown):
             why = "price unknown for some requests"
@@ -771,13 +402,13 @@ def _measure_evidence(
     verdict, lower, upper, gross = _verdict(s, s.var_c, s.var_b, s.n_c, s.n_b, settings)
     needed: int | None = None
     if verdict == "undecided":
-        if not math.isfinite(s.var_c + s.var_b) and name in _QUANTILES:
-            q = _QUANTILES[name]
+        if not math.isfinite(s.var_c + s.var_b) and name in QUANTILES:
+            q = QUANTILES[name]
             needed = max(1, quantile_min_n(q) - min(s.n_c, s.n_b))
         else:
             needed = _need(s, settings, share, fresh=False)
     hw = higher_is_worse if s.relative else True
-    show_lower, show_upper = _display(lower, s.relative, hw), _display(upper, s.relative, hw)
+    show_lower, show_upper = display(lower, s.relative, hw), display(upper, s.relative, hw)
     tol_value = limit.value if s.relative else s.tol
     info = {
         "relative": s.relative,
@@ -877,11 +508,14 @@ def requests_needed(
     settings: EvidenceSettings | None = None,
     *,
     share: float,
+    equal: bool = False,
 ) -> int | None:
     """About how many candidate requests a fresh step at ``share`` needs to decide every measure.
 
-    The per-request spread of each measure and its observed worsening are taken from the current arms;
-    None when a measure sits on its tolerance or its spread is not known yet.
+    The per-request spread of each measure and its observed worsening are taken from the current arms
+    (``equal``: as if the candidate were as good as the baseline, with the baseline's spread in both arms:
+    what a step of a good candidate needs); None when a measure sits on its tolerance or its spread is not
+    known yet.
     """
     chosen = settings or EvidenceSettings()
     if not 0 < share < 1:
@@ -891,9 +525,11 @@ def requests_needed(
         limit = tolerances.get(name)
         if limit is None:
             continue
-        s = _stat(name, baseline, candidate, limit, chosen.guard_factor)
+        s = worsening(name, baseline, candidate, limit, chosen.guard_factor)
         if s is None:
             continue
+        if equal:
+            s = replace(s, d=0.0, d_raw=0.0, var_c=s.var_b * max(1, s.n_b) / max(1, s.n_c))
         k = _need(s, chosen, share, fresh=True)
         if k is None:
             return None

@@ -3,7 +3,8 @@
 From the evidence's "needs ~N more candidate requests" and the rate at which the step has gathered
 candidate requests so far, the outlook says how long the step should take; when that runs past the
 policy's ``max_hold`` (rare events at a 1% share), it says so and suggests the first later share of the
-plan whose fresh step would gather what it needs in time (:func:`requests_needed` at that share). A step
+plan whose fresh step would gather in time what a candidate as good as the baseline needs
+(:func:`requests_needed` at that share, ``equal=True``). A step
 held undecided for longer than ``max_hold`` is *overdue*: the controller notifies once per step through
 the audit log, and the page and ``canary status`` show it. Pure: the clock comes in as ``now_ns``.
 """
@@ -95,7 +96,7 @@ def step_outlook(
         for share in state.plan[state.step_index + 1 :]:
             if share >= 1:
                 break
-            n = requests_needed(baseline, candidate, tolerances, settings, share=share)
+            n = requests_needed(baseline, candidate, tolerances, settings, share=share, equal=True)
             if n is None:
                 continue
             t = n / (total_rate * share)
@@ -108,7 +109,8 @@ def step_outlook(
         else:
             parts.append(
                 f"{where}; suggested next share {_pct(suggested[0])}: a fresh step there needs "
-                f"~{suggested[1]} candidate requests, about {format_duration(suggested[2])}"
+                f"~{suggested[1]} candidate requests, about {format_duration(suggested[2])}, if the "
+                "candidate is as good as the baseline"
             )
     return StepOutlook(
         share=state.share,

@@ -119,6 +119,8 @@ def _print_status(status: Any) -> None:
     for d in m.diffs:
         e = verdicts.get(d.name)
         bounds = "—" if e is None or e.lower is None else f"{_worse(e, e.lower)} to {_worse(e, e.upper)}"
+        if e is not None and e.gross and (e.lower is None or e.lower <= (e.tolerance_value or 0.0)):
+            bounds = f"beyond {e.tolerance} (sequential test)"  # the guard decided, not the bounds
         verdict = "not checked" if e is None else _VERDICT_SHORT[e.verdict](e)
         table.add_row(d.label, f(d.baseline), f(d.candidate), "—" if d.delta is None else f"{d.delta:+.4g}",
                       bounds, "—" if e is None else e.tolerance, verdict)  # fmt: skip
