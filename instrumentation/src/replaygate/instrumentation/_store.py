@@ -32,19 +32,17 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
-from replaygate.instrumentation._store_db import (
-    connect,
-    record_to_row,
-    resolve_store_path,
-    write_transaction,
-)
+from replaygate.instrumentation._store_db import connect, resolve_store_path, write_transaction
 from replaygate.instrumentation._store_rows import (
     SPAN_COLUMNS,
+    TRACE_COLUMNS,
+    batch_trace_rows,
+    chunks,
     load_feedback,
     load_spans,
     marks,
+    record_to_row,
     time_filter,
-    upsert_trace,
     where,
     with_feedback,
 )
@@ -137,21 +135,25 @@ class TraceStore:
         trace_ids = sorted({r.trace_id for r in records})
 
         def work(conn: sqlite3.Connection) -> None:
+            prior = {
+                row[0]
+                for part in chunks(trace_ids)
+                for row in conn.execute(
+                    f"SELECT DISTINCT trace_id FROM trace_spans WHERE trace_id IN ({marks(len(part))})",
+                    list(part),
+                )
+            }
             conn.executemany(
                 f"INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) VALUES ({marks(11)})", rows
             )
-            with_agents = [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT DISTINCT trace_id FROM trace_spans WHERE kind = 'agent' "
-                    f"AND trace_id IN ({marks(len(trace_ids))})",
-                    trace_ids,
-                )
-            ]
-            spans = load_spans(conn, with_agents)
-            feedback = load_feedback(conn, with_agents)
-            for trace_id in with_agents:
-                upsert_trace(conn, spans[trace_id], [f["score"] for f in feedback.get(trace_id, [])])
+            values = batch_trace_rows(
+                records, prior, lambda ids: load_spans(conn, ids), load_feedback(conn, trace_ids)
+            )
+            conn.executemany(
+                f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) "
+                f"VALUES ({marks(len(TRACE_COLUMNS))})",
+                [tuple(v[c] for c in TRACE_COLUMNS) for v in values],
+            )
 
         self._write("write spans", work)
 
@@ -189,8 +191,8 @@ class TraceStore:
                 if row is not None:
                     reasons = ordered_reasons((*json.loads(row[0]), "negative_feedback"))
                     conn.execute(
-                        "UPDATE trace_traces SET failure = 1, failure_reasons = ?, updated_ns = ? "
-                        "WHERE trace_id = ?",
+                        "UPDATE trace_traces SET failure = 1, negative_feedback = 1, failure_reasons = ?, "
+                        "updated_ns = ? WHERE trace_id = ?",
                         (json.dumps(list(reasons)), time.time_ns(), trace),
                     )
 
