@@ -37,29 +37,24 @@ from replaygate.instrumentation._store_rows import (
     SPAN_COLUMNS,
     TRACE_COLUMNS,
     batch_trace_rows,
+    build_records,
     chunks,
+    feedback_value,
     load_feedback,
     load_spans,
     marks,
+    normalize_trace_id,
     record_to_row,
     time_filter,
+    trace_id_range,
     where,
-    with_feedback,
 )
-from replaygate.instrumentation._summary import span_to_record, summarize_spans
+from replaygate.instrumentation._summary import span_to_record
 
 __all__ = ["StoreSpanExporter", "TraceStore"]
 
 _log = logging.getLogger("replaygate.instrumentation.store")
 _TRACE_COLUMNS = "trace_id, start_ns, end_ns"
-_HEX = frozenset("0123456789abcdef")
-
-
-def _normalize_trace_id(trace_id: str) -> str:
-    value = str(trace_id).strip().lower().removeprefix("0x")
-    if len(value) != 32 or not set(value) <= _HEX:
-        raise StoreError(f"{trace_id!r} is not a trace id: expected 32 hexadecimal characters")
-    return value
 
 
 class TraceStore:
@@ -171,13 +166,7 @@ class TraceStore:
         Raises:
             StoreError: a malformed trace id, a score outside [-1, 1], or a store that cannot be written.
         """
-        trace = _normalize_trace_id(trace_id)
-        value = (1.0 if score else -1.0) if isinstance(score, bool) else score
-        if not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
-            raise StoreError(
-                f"feedback score {score!r} for trace {trace} must be a number in [-1, 1] or a bool"
-            )
-        value = float(value)
+        trace, value = feedback_value(trace_id, score)
 
         def work(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -212,22 +201,7 @@ class TraceStore:
         def work(conn: sqlite3.Connection) -> list[TraceRecord]:
             rows = conn.execute(sql, params).fetchall()
             ids = [row[0] for row in rows]
-            spans = load_spans(conn, ids)
-            feedback = load_feedback(conn, ids)
-            records = []
-            for trace_id, start_ns, end_ns in rows:
-                items = feedback.get(trace_id, [])
-                summary = with_feedback(summarize_spans(spans.get(trace_id, [])), (f["score"] for f in items))
-                records.append(
-                    TraceRecord(
-                        summary=summary,
-                        spans=tuple(spans.get(trace_id, [])),
-                        start_ns=start_ns,
-                        end_ns=end_ns,
-                        feedback=tuple(items),
-                    )
-                )
-            return records
+            return build_records(rows, load_spans(conn, ids), load_feedback(conn, ids))
 
         result: list[TraceRecord] = self._read(what, work)
         return result
@@ -277,7 +251,7 @@ class TraceStore:
         Raises:
             StoreError: no trace with that id in this store.
         """
-        trace = _normalize_trace_id(trace_id)
+        trace = normalize_trace_id(trace_id)
         found = self._records("read a trace", "WHERE t.trace_id = ?", [trace], "t.start_ns", 1)
         if not found:
             raise StoreError(
@@ -292,12 +266,9 @@ class TraceStore:
         Raises:
             StoreError: no stored trace, or several, start with that prefix.
         """
-        value = str(prefix).strip().lower().removeprefix("0x")
-        if len(value) == 32:
-            return _normalize_trace_id(value)
-        if not 6 <= len(value) < 32 or not set(value) <= _HEX:
-            raise StoreError(f"{prefix!r} is not a trace id or prefix: give 6 to 32 hexadecimal characters")
-        upper = value + "g"  # sorts after every hex continuation of the prefix
+        value, upper = trace_id_range(prefix)
+        if upper is None:
+            return value
 
         def work(conn: sqlite3.Connection) -> list[str]:
             rows = conn.execute(

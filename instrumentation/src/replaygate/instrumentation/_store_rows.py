@@ -15,13 +15,24 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
-from replaygate.instrumentation._records import SpanKind, SpanRecord, TraceSummary, ordered_reasons
+from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._records import (
+    SpanKind,
+    SpanRecord,
+    TraceRecord,
+    TraceSummary,
+    ordered_reasons,
+)
 from replaygate.instrumentation._summary import summarize_spans
 
 __all__ = [
     "SPAN_COLUMNS",
     "TRACE_COLUMNS",
     "batch_trace_rows",
+    "build_records",
+    "feedback_value",
+    "normalize_trace_id",
+    "trace_id_range",
     "chunks",
     "record_from_row",
     "record_to_row",
@@ -105,6 +116,58 @@ def _preview(text: str | None) -> str | None:
     if text is None:
         return None
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def normalize_trace_id(trace_id: str) -> str:
+    """A trace id as stored: 32 lowercase hex characters (``0x`` and case accepted)."""
+    value = str(trace_id).strip().lower().removeprefix("0x")
+    if len(value) != 32 or not set(value) <= _HEX:
+        raise StoreError(f"{trace_id!r} is not a trace id: expected 32 hexadecimal characters")
+    return value
+
+
+def trace_id_range(prefix: str) -> tuple[str, str | None]:
+    """``(full id, None)`` for a full id, else ``(low, high)``: the ids that start with ``prefix``."""
+    value = str(prefix).strip().lower().removeprefix("0x")
+    if len(value) == 32:
+        return normalize_trace_id(value), None
+    if not 6 <= len(value) < 32 or not set(value) <= _HEX:
+        raise StoreError(f"{prefix!r} is not a trace id or prefix: give 6 to 32 hexadecimal characters")
+    return value, value + "g"  # "g" sorts after every hex continuation of the prefix
+
+
+def feedback_value(trace_id: str, score: float | bool) -> tuple[str, float]:
+    """Validate one feedback: the normalized trace id and the score as a float in [-1, 1]."""
+    trace = normalize_trace_id(trace_id)
+    value = (1.0 if score else -1.0) if isinstance(score, bool) else score
+    if not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
+        raise StoreError(f"feedback score {score!r} for trace {trace} must be a number in [-1, 1] or a bool")
+    return trace, float(value)
+
+
+def build_records(
+    rows: Iterable[Sequence[Any]],
+    spans: dict[str, list[SpanRecord]],
+    feedback: dict[str, list[dict[str, Any]]],
+) -> list[TraceRecord]:
+    """Trace records from ``(trace_id, start_ns, end_ns)`` rows and their spans and feedback."""
+    records = []
+    for trace_id, start_ns, end_ns in rows:
+        items = feedback.get(trace_id, [])
+        summary = with_feedback(summarize_spans(spans.get(trace_id, [])), (f["score"] for f in items))
+        records.append(
+            TraceRecord(
+                summary=summary,
+                spans=tuple(spans.get(trace_id, [])),
+                start_ns=int(start_ns),
+                end_ns=int(end_ns),
+                feedback=tuple(items),
+            )
+        )
+    return records
 
 
 def with_feedback(summary: TraceSummary, scores: Iterable[float]) -> TraceSummary:
