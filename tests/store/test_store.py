@@ -163,6 +163,6 @@ def test_unreachable_postgres_and_bad_urls_are_clear_errors() -> None:
 
 
 def test_missing_sqlite_store_not_created(tmp_path) -> None:
-    with pytest.raises(StoreError, match="no store at"):
+    with pytest.raises(StoreError, match="no trace store at"):
         Store(tmp_path / "nope.db", create=False)
     assert not (tmp_path / "nope.db").exists()

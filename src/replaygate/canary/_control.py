@@ -36,6 +36,7 @@ from replaygate.canary._measures import (
 )
 from replaygate.canary._samples import groundedness_scores, sample_from_trace
 from replaygate.canary._store import CanaryStore
+from replaygate.store import TraceStore
 
 __all__ = [
     "CanaryController",
@@ -152,17 +153,11 @@ class CanaryController:
         settings: CanarySettings | None = None,
     ) -> CanaryController:
         """Open the controller on a store path (None: ``REPLAYGATE_STORE``) with a gate policy file."""
-        from replaygate.instrumentation._store import TraceStore
+        from replaygate.gate import DecisionStore
 
         canary = CanaryStore(store)
-        traces = TraceStore(canary.url)
-        decisions: DecisionSource | None
-        try:
-            from replaygate.gate import DecisionStore
-
-            decisions = DecisionStore(canary.url)
-        except ImportError:  # the gate's decision store is not installed: no decision can start a canary
-            decisions = None
+        traces = TraceStore(canary.store)
+        decisions: DecisionSource | None = DecisionStore(canary.store)
         tolerances = None
         if policy is not None:
             from replaygate.gate import load_policy
@@ -172,7 +167,7 @@ class CanaryController:
 
     def close(self) -> None:
         """Close the stores this controller holds (those that can be closed)."""
-        for part in (self.store, self.traces, self.decisions):
+        for part in (self.traces, self.decisions, self.store):
             close = getattr(part, "close", None)
             if callable(close):
                 close()

@@ -3,7 +3,8 @@
 ``canary_state`` holds one row (id 1), the current rollout, with a ``version`` column for optimistic
 concurrency: an action reads the state, decides (pure), and writes ``WHERE version = <read>``; when another
 action won the race, it reads again and decides again. Every attempted action, refused or not, appends a
-row to ``canary_audit`` in the same transaction (on SQLite, triggers refuse UPDATE and DELETE on it).
+row to ``canary_audit`` in the same transaction (triggers refuse UPDATE and DELETE on it, on SQLite and
+PostgreSQL). The tables are declared in ``replaygate.store`` with every other table of the store.
 
 Routing clients read ``canary_state`` directly with stdlib ``sqlite3`` (``status``, ``share``, ``salt``,
 ``baseline_config_id``, ``candidate_config_id``, ``rollout_id``, ``version``): keep those columns.
@@ -18,76 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from replaygate.instrumentation import StoreError
 from replaygate.instrumentation._store_db import resolve_store_url
-from sqlalchemy import (
-    BigInteger,
-    Boolean,
-    Column,
-    Engine,
-    Float,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    event,
-    insert,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._machine import RolloutState, Transition
+from replaygate.store import Store
+from replaygate.store._schema import canary_audit, canary_state
 
 __all__ = ["AuditEntry", "CanaryStore", "resolve_store_url"]
-
-_metadata = MetaData()
-
-canary_state = Table(
-    "canary_state",
-    _metadata,
-    Column("id", Integer, primary_key=True),
-    Column("rollout_id", String(64)),
-    Column("status", String(16), nullable=False),
-    Column("step_index", Integer, nullable=False, default=0),
-    Column("plan", Text, nullable=False),
-    Column("share", Float, nullable=False),
-    Column("salt", String(64), nullable=False, default=""),
-    Column("decision_id", String(128)),
-    Column("baseline_config_id", String(256)),
-    Column("candidate_config_id", String(256)),
-    Column("started_ns", BigInteger),
-    Column("step_started_ns", BigInteger),
-    Column("updated_ns", BigInteger),
-    Column("auto_rollback", Boolean, nullable=False, default=True),
-    Column("reason", Text),
-    Column("version", Integer, nullable=False),
-)
-
-canary_audit = Table(
-    "canary_audit",
-    _metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("at_ns", BigInteger, nullable=False, index=True),
-    Column("rollout_id", String(64)),
-    Column("actor", String(256), nullable=False),
-    Column("action", String(32), nullable=False),
-    Column("outcome", String(16), nullable=False),
-    Column("from_state", String(64), nullable=False),
-    Column("to_state", String(64), nullable=False),
-    Column("reason", Text, nullable=False),
-    Column("details", Text),
-)
-
-_APPEND_ONLY = (
-    "CREATE TRIGGER IF NOT EXISTS canary_audit_no_update BEFORE UPDATE ON canary_audit "
-    "BEGIN SELECT RAISE(ABORT, 'canary_audit is append-only'); END",
-    "CREATE TRIGGER IF NOT EXISTS canary_audit_no_delete BEFORE DELETE ON canary_audit "
-    "BEGIN SELECT RAISE(ABORT, 'canary_audit is append-only'); END",
-)
 
 
 @dataclass(frozen=True)
@@ -148,34 +90,28 @@ def _state_values(state: RolloutState, version: int) -> dict[str, Any]:
 class CanaryStore:
     """The canary state and audit log in the shared store (SQLite file or any sqlalchemy URL)."""
 
-    def __init__(self, store: str | os.PathLike[str] | None = None, *, max_retries: int = 50) -> None:
-        self.url = resolve_store_url(store)
+    def __init__(self, store: str | os.PathLike[str] | Store | None = None, *, max_retries: int = 50) -> None:
         self.max_retries = max_retries
-        kwargs: dict[str, Any] = {"future": True}
-        if self.url.startswith("sqlite"):
-            kwargs["connect_args"] = {"timeout": 30}
+        self._owned = not isinstance(store, Store)
         try:
-            self.engine: Engine = create_engine(self.url, **kwargs)
-            if self.url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            _metadata.create_all(self.engine)
-            if self.engine.dialect.name == "sqlite":
-                with self.engine.begin() as conn:
-                    for ddl in _APPEND_ONLY:
-                        conn.execute(text(ddl))
-        except OperationalError as exc:
-            raise CanaryError(
-                f"cannot open the canary tables in {self.url}: {exc.orig}; check the --store path"
-            ) from exc
+            self.store = store if isinstance(store, Store) else Store(store)
+        except StoreError as exc:
+            raise CanaryError(f"cannot open the canary tables: {exc}") from exc
+        self.url = self.store.url
+        self.engine: Engine = self.store.engine
 
     def close(self) -> None:
-        """Release the connection pool."""
-        self.engine.dispose()
+        """Release the connection pool (when this object opened the store)."""
+        if self._owned:
+            self.store.close()
 
     def load(self) -> RolloutState:
         """Return the current rollout (idle when none was ever started)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(select(canary_state).where(canary_state.c.id == 1)).first()
+        try:
+            with self.store.read() as conn:
+                row = conn.execute(select(canary_state).where(canary_state.c.id == 1)).first()
+        except StoreError as exc:
+            raise CanaryError(str(exc)) from exc
         return RolloutState() if row is None else _row_to_state(row)
 
     def apply(
@@ -195,7 +131,7 @@ class CanaryStore:
             before = self.load()
             transition = decide(before)
             try:
-                with self.engine.begin() as conn:
+                with self.store.write() as conn:
                     if transition.changed:
                         values = _state_values(transition.after, before.version + 1)
                         if before.version == 0:  # no row yet: a concurrent insert fails on the key
@@ -230,9 +166,14 @@ class CanaryStore:
                     )
             except (_Retry, IntegrityError):
                 pass
-            except OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise CanaryError(f"cannot write the canary state in {self.url}: {exc.orig}") from exc
+            except StoreError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, IntegrityError):
+                    pass
+                elif not isinstance(cause, OperationalError) or (
+                    "locked" not in str(cause) and "busy" not in str(cause)
+                ):
+                    raise CanaryError(f"cannot write the canary state in {self.store.label}: {exc}") from exc
             else:
                 if transition.changed:
                     return Transition(
@@ -254,8 +195,11 @@ class CanaryStore:
         query = select(canary_audit).order_by(canary_audit.c.id.desc()).limit(limit)
         if rollout_id is not None:
             query = query.where(canary_audit.c.rollout_id == rollout_id)
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+        try:
+            with self.store.read() as conn:
+                rows = conn.execute(query).all()
+        except StoreError as exc:
+            raise CanaryError(str(exc)) from exc
         return [
             AuditEntry(
                 id=r.id,
@@ -275,11 +219,3 @@ class CanaryStore:
 
 class _Retry(Exception):
     pass
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    try:
-        cursor.execute("PRAGMA busy_timeout = 30000")
-    finally:
-        cursor.close()

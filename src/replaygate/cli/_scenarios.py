@@ -257,7 +257,7 @@ def promote_cmd(
     as_json: bool,
 ) -> None:
     """Promote a captured trace into a regression scenario (idempotent: one scenario per trace)."""
-    from replaygate.instrumentation._store import TraceStore
+    from replaygate.store import TraceStore
 
     with TraceStore(store, create=False) as source:
         full_id = source.resolve_trace_id(trace_id)

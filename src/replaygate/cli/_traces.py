@@ -1,12 +1,14 @@
-"""``replaygate traces``, ``replaygate trace ID`` and ``replaygate failures``: read the embedded trace store.
+"""``replaygate traces``, ``replaygate trace ID`` and ``replaygate failures``: read the trace store.
 
-The store is ``--store PATH`` (a file or ``sqlite:///path`` URL), else ``$REPLAYGATE_STORE``, else
-``.replaygate/replaygate.db``. Model output and retrieved text are untrusted: they are printed as plain
+The store is ``--store PATH`` (a file, a ``sqlite:///path`` or a ``postgresql+psycopg://`` URL), else
+``$REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``. ``traces`` also reports the spans agents dropped
+before they reached the store (their export queue was full), as the agents reported them. Model output and retrieved text are untrusted: they are printed as plain
 text (never interpreted as rich markup) with control characters replaced.
 
 ``--json`` prints one stable document for scripts (``format_version`` 1)::
 
-    traces / failures: {"format_version": 1, "store": PATH, "traces": [TRACE, ...]}   newest first
+    traces / failures: {"format_version": 1, "store": PATH, "traces": [TRACE, ...],
+                        "dropped_spans": N}   newest first; N: spans agents reported dropped
     trace:             {"format_version": 1, "store": PATH, "trace": TRACE_DETAIL}
 
     TRACE = {trace_id, start (ISO-8601 UTC), start_ns, end_ns, latency_s, session_id, user_id,
@@ -36,7 +38,7 @@ import click
 from replaygate.instrumentation import ReplaygateError
 from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
-from replaygate.instrumentation._store import TraceStore
+from replaygate.store import TraceStore
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -170,7 +172,7 @@ def _store_option(fn: F) -> F:
         "--store",
         metavar="PATH",
         default=None,
-        help="Trace store file or sqlite:///path URL "
+        help="Store file, sqlite:///path or postgresql+psycopg:// URL "
         "[default: $REPLAYGATE_STORE or .replaygate/replaygate.db].",
     )(fn)
 
@@ -219,10 +221,21 @@ def _list(records: Sequence[TraceRecord], store: TraceStore, as_json: bool, what
                 "format_version": JSON_FORMAT_VERSION,
                 "store": str(store.path),
                 "traces": [trace_to_json(r) for r in records],
+                "dropped_spans": store.drops().total,
             }
         )
         return
     console = _console()
+    drops = store.drops()
+    if drops.total:
+        console.print(
+            Text(
+                f"warning: agents dropped {drops.total} spans before they reached this store (export queue "
+                f"full; {len(drops.sources)} processes): raise REPLAYGATE_QUEUE_SIZE or export through "
+                "`replaygate collect`",
+                style="yellow",
+            )
+        )
     if not records:
         console.print(Text(f"no {what} in {store.path}"))
         return

@@ -110,7 +110,8 @@ class Store:
             self.path = Path(database)
             if not create and not self.path.is_file():
                 raise StoreError(
-                    f"no store at {self.path}: run an instrumented agent (or `replaygate collect`) first, "
+                    f"no trace store at {self.path}: run an instrumented agent (or `replaygate collect`) "
+                    "first, "
                     "or point --store / REPLAYGATE_STORE at an existing store"
                 )
         self._writer = self.engine.execution_options(**{_WRITE: True})
