@@ -2,7 +2,8 @@
 
 The store is ``--store PATH`` (a file, a ``sqlite:///path`` or a ``postgresql+psycopg://`` URL), else
 ``$REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``. ``traces`` also reports the spans agents dropped
-before they reached the store (their export queue was full), as the agents reported them. Model output and retrieved text are untrusted: they are printed as plain
+before they reached the store (their export queue was full), as the agents reported them. Model output
+and retrieved text are untrusted: they are printed as plain
 text (never interpreted as rich markup) with control characters replaced.
 
 ``--json`` prints one stable document for scripts (``format_version`` 1)::
@@ -38,11 +39,12 @@ import click
 from replaygate.instrumentation import ReplaygateError
 from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
-from replaygate.store import TraceStore
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
+
+from replaygate.store import TraceStore
 
 __all__ = ["JSON_FORMAT_VERSION", "parse_since", "register", "trace_to_json"]
 
