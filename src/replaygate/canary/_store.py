@@ -6,6 +6,12 @@ action won the race, it reads again and decides again. Every attempted action, r
 row to ``canary_audit`` in the same transaction (triggers refuse UPDATE and DELETE on it, on SQLite and
 PostgreSQL). The tables are declared in ``replaygate.store`` with every other table of the store.
 
+Live measures are aggregated here, in SQL, per arm and step (:meth:`CanaryStore.arm_data`): one query
+gives every arm's request count and flag counts (and, on PostgreSQL, exact latency quantiles with
+``percentile_cont``); one more per arm reads a bounded uniform sample (by trace id, which is random) of
+latencies and LLM calls for the intervals and the cost. A look costs O(arms × measures) queries whatever
+the number of traces; the failure-rate series is one ``GROUP BY`` over time bins.
+
 Routing clients read ``canary_state`` directly with stdlib ``sqlite3`` (``status``, ``share``, ``salt``,
 ``baseline_config_id``, ``candidate_config_id``, ``rollout_id``, ``version``): keep those columns.
 """
@@ -21,15 +27,21 @@ from typing import Any
 
 from replaygate.instrumentation import StoreError
 from replaygate.instrumentation._store_db import resolve_store_url
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import ColumnElement, Engine, and_, case, func, insert, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._machine import RolloutState, Transition
+from replaygate.canary._measures import RATE_MEASURES, ArmData
 from replaygate.store import Store
-from replaygate.store._schema import canary_audit, canary_state
+from replaygate.store._schema import canary_audit, canary_state, trace_traces
 
-__all__ = ["AuditEntry", "CanaryStore", "resolve_store_url"]
+__all__ = ["ARMS", "DEFAULT_SAMPLE", "AuditEntry", "CanaryStore", "resolve_store_url"]
+
+ARMS = ("baseline", "candidate")
+#: Requests per arm whose latency and cost are read for the intervals (uniform by trace id).
+DEFAULT_SAMPLE = 4000
+_T = trace_traces.c
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,93 @@ class CanaryStore:
             )
             for r in rows
         ]
+
+    # live measures, aggregated in SQL ---------------------------------------------------------------
+
+    def _window(self, since_ns: int, until_ns: int | None) -> list[ColumnElement[bool]]:
+        clauses = [_T.variant.in_(ARMS), _T.start_ns >= int(since_ns)]
+        if until_ns is not None:
+            clauses.append(_T.start_ns < int(until_ns))
+        return clauses
+
+    def arm_data(
+        self,
+        since_ns: int,
+        until_ns: int | None = None,
+        *,
+        cost: Callable[[str], float | None],
+        sample_size: int = DEFAULT_SAMPLE,
+    ) -> dict[str, ArmData]:
+        """Each arm's counts (exact) and a bounded sample of latencies and costs, for one window.
+
+        Args:
+            since_ns: the window's start (the step's start).
+            until_ns: its end (None: now).
+            cost: the cost (USD, None when unknown) of one trace's ``llm_calls`` JSON.
+            sample_size: at most this many requests per arm are read for latency and cost.
+        """
+        window = self._window(since_ns, until_ns)
+        columns: list[Any] = [
+            _T.variant,
+            func.count(),
+            *(func.coalesce(func.sum(_T[flag]), 0) for flag in RATE_MEASURES.values()),
+        ]
+        postgres = self.store.dialect == "postgresql"
+        if postgres:
+            columns += [func.percentile_cont(q).within_group(_T.latency_s.asc()) for q in (0.5, 0.95)]
+        with self.store.read() as conn:
+            totals = {
+                row[0]: row for row in conn.execute(select(*columns).where(*window).group_by(_T.variant))
+            }
+            out: dict[str, ArmData] = {}
+            for arm in ARMS:
+                row = totals.get(arm)
+                n = int(row[1]) if row is not None else 0
+                clauses = [_T.variant == arm, *window[1:]]
+                if n > sample_size:  # trace ids are random: a prefix bound is a uniform sample
+                    bound = format(min(16**8 - 1, int(16**8 * sample_size / n * 1.05)), "08x")
+                    clauses.append(_T.trace_id < bound)
+                sample = conn.execute(
+                    select(_T.latency_s, _T.llm_calls).where(*clauses).limit(sample_size)
+                ).all()
+                costs = [cost(calls) for _, calls in sample]
+                known = tuple(c for c in costs if c is not None)
+                counts = {
+                    name: int(row[2 + i]) if row is not None else 0 for i, name in enumerate(RATE_MEASURES)
+                }
+                out[arm] = ArmData(
+                    n=n,
+                    counts=counts,
+                    latencies=tuple(float(lat) for lat, _ in sample if lat is not None),
+                    costs=known,
+                    cost_unknown=len(costs) - len(known),
+                    latency_p50=float(row[-2])
+                    if postgres and row is not None and row[-2] is not None
+                    else None,
+                    latency_p95=float(row[-1])
+                    if postgres and row is not None and row[-1] is not None
+                    else None,
+                )
+        return out
+
+    def failure_bins(self, start_ns: int, end_ns: int, bins: int) -> dict[str, tuple[list[int], list[int]]]:
+        """Per arm: requests and failed requests (error, empty, escalated) in ``bins`` equal time bins."""
+        bins = max(1, bins)
+        width = max(1, (end_ns - start_ns) // bins + 1)
+        index = ((_T.start_ns - literal(int(start_ns))) // literal(int(width))).label("bin")
+        failed = case((or_(_T.error == 1, _T.empty == 1, _T.escalated == 1), 1), else_=0)
+        query = (
+            select(_T.variant, index, func.count(), func.sum(failed))
+            .where(and_(*self._window(start_ns, start_ns + width * bins)))
+            .group_by(_T.variant, index)
+        )
+        out = {arm: ([0] * bins, [0] * bins) for arm in ARMS}
+        with self.store.read() as conn:
+            for variant, i, n, bad in conn.execute(query):
+                k = min(bins - 1, max(0, int(i)))
+                out[variant][0][k] += int(n)
+                out[variant][1][k] += int(bad or 0)
+        return out
 
 
 class _Retry(Exception):
