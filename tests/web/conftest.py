@@ -1,4 +1,5 @@
-"""The release page on a real store: real spans (one with a hostile answer), fake signed decisions, users."""
+"""The release page on a real store (SQLite, then PostgreSQL): real spans (one with a hostile answer), fake
+signed decisions, users."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +15,15 @@ from flask import Flask
 from flask.testing import FlaskClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
+from replaygate.instrumentation import span_to_record
 from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
 from replaygate.gate import SignedDecision
+from replaygate.store import TraceStore
 from replaygate.web import User, WebConfig, create_app
 
 XSS = "<script>alert(1)</script>"
@@ -61,11 +63,16 @@ class Decisions:
         return [d for d in self.by_id.values() if outcomes is None or d.outcome in outcomes]
 
 
-def write_traces(path: Path) -> str:
+def _write(url: str, memory: InMemorySpanExporter) -> None:
+    with TraceStore(url) as store:
+        store.write_spans([span_to_record(s) for s in memory.get_finished_spans()])
+
+
+def write_traces(url: str) -> str:
     """Write a few real traces to the store; return the id of the one whose answer is hostile."""
     provider = TracerProvider()
-    exporter = StoreSpanExporter(path)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("test")
     hostile = ""
     for i, (answer, escalate) in enumerate([(XSS, True), ("Fine.", False), ("", False)]):
@@ -79,13 +86,15 @@ def write_traces(path: Path) -> str:
             if i == 0:
                 hostile = format(span.get_span_context().trace_id, "032x")
     provider.shutdown()
+    _write(url, memory)
     return hostile
 
 
-def write_variant_traces(path: Path, variant: str, n: int, *, escalate_every: int = 0) -> None:
-    """Write ``n`` answered requests served by ``variant`` (real spans through the store exporter)."""
+def write_variant_traces(url: str, variant: str, n: int, *, escalate_every: int = 0) -> None:
+    """Write ``n`` answered requests served by ``variant`` (real spans, written to the store)."""
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(StoreSpanExporter(path)))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("test")
     for i in range(n):
         with tracer.start_as_current_span("invoke_agent support") as span:
@@ -96,6 +105,7 @@ def write_variant_traces(path: Path, variant: str, n: int, *, escalate_every: in
             if escalate_every and i % escalate_every == 0:
                 span.set_attribute(sc.RG_ESCALATION, True)
     provider.shutdown()
+    _write(url, memory)
 
 
 @dataclass
@@ -103,15 +113,15 @@ class Env:
     app: Flask
     controller: CanaryController
     hostile_trace: str
-    path: Path
+    path: str  # the store URL
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    path = tmp_path / "store.db"
+def env(store_url: str) -> Iterator[Env]:
+    path = store_url
     hostile = write_traces(path)
     store = CanaryStore(path)
-    traces = TraceStore(path)
+    traces = TraceStore(store.store)
     ctl = CanaryController(
         store,
         traces,
@@ -126,7 +136,12 @@ def env(tmp_path: Path) -> Iterator[Env]:
         "vic": User("vic", generate_password_hash(PASSWORD, method=cheap), "viewer"),
     }
     config = WebConfig(
-        users=users, controller=ctl, secure_cookies=False, api_token=API_TOKEN, secret_key="test-secret-key"
+        users=users,
+        controller=ctl,
+        secure_cookies=False,
+        api_token=API_TOKEN,
+        secret_key="test-secret-key",
+        auto_check=False,
     )
     yield Env(create_app(config), ctl, hostile, path)
     traces.close()

@@ -39,6 +39,7 @@ from replaygate.canary._measures import (
 )
 from replaygate.canary._samples import calls_cost, groundedness_of, groundedness_scores, sample_from_trace
 from replaygate.canary._store import CanaryStore
+from replaygate.gate import DecisionStore, load_policy
 from replaygate.store import TraceStore
 
 __all__ = [
@@ -159,15 +160,11 @@ class CanaryController:
         settings: CanarySettings | None = None,
     ) -> CanaryController:
         """Open the controller on a store path (None: ``REPLAYGATE_STORE``) with a gate policy file."""
-        from replaygate.gate import DecisionStore
-
         canary = CanaryStore(store)
         traces = TraceStore(canary.store)
         decisions: DecisionSource | None = DecisionStore(canary.store)
         tolerances = None
         if policy is not None:
-            from replaygate.gate import load_policy
-
             tolerances = tolerances_from_policy(load_policy(policy))
         return cls(canary, traces, decisions, tolerances=tolerances, settings=settings)
 

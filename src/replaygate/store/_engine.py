@@ -9,6 +9,7 @@ but a reconnect.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -115,6 +116,15 @@ class Store:
                     "or point --store / REPLAYGATE_STORE at an existing store"
                 )
         self._writer = self.engine.execution_options(**{_WRITE: True})
+        if hasattr(os, "register_at_fork"):  # a forked child (gunicorn --preload) opens its own connections
+            ref = weakref.ref(self.engine)
+
+            def after_fork_in_child() -> None:
+                engine = ref()
+                if engine is not None:
+                    engine.dispose(close=False)
+
+            os.register_at_fork(after_in_child=after_fork_in_child)
         try:
             migrate(self)
         except BaseException:

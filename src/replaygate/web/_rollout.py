@@ -8,7 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from replaygate.canary import CanaryError, Transition, parse_plan
-from replaygate.web._app import controller, current_user, login_required, releaser_required, web_config
+from replaygate.web._app import controller, current_user, login_required, releaser_required
 from replaygate.web._svg import series_svg
 
 __all__ = ["bp", "decision_for"]
@@ -47,15 +47,7 @@ def _actor() -> str:
 def index() -> str:
     """The rollout page: state, shares, decision and fingerprints, measures, series, buttons."""
     ctl = controller()
-    status = None
-    if web_config().auto_check:
-        result = ctl.check(actor="release page (automatic check)")
-        if result.rollback is not None and result.rollback.changed:
-            flash(f"Automatic rollback: {result.rollback.reason}", "error")
-        else:
-            status = result.status  # nothing changed: reuse what the check measured
-    if status is None:
-        status = ctl.status()
+    status = ctl.status()  # reading only: the automatic check runs on a schedule (no GET changes state)
     return render_template(
         "index.html",
         status=status,
