@@ -201,3 +201,19 @@ def test_collect_needs_a_token(missing, monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("REPLAYGATE_COLLECT_TOKEN", raising=False)
     with pytest.raises(CollectError, match="REPLAYGATE_COLLECT_TOKEN"):
         receiver_from_env(str(tmp_path / "s.db"), missing)
+
+
+def test_record_feedback_from_any_machine_over_http(tmp_path, serve_receiver, monkeypatch) -> None:
+    from replaygate.instrumentation import record_feedback
+
+    spans = _agent_spans(1)
+    trace_id = format(spans[0].context.trace_id, "032x")
+    with TraceStore(tmp_path / "s.db") as store:
+        store.write_spans([span_to_record(s) for s in spans])
+        running = serve_receiver(store)
+        monkeypatch.setenv("REPLAYGATE_COLLECT_TOKEN", TOKEN)
+        record_feedback(trace_id, False, "thumbs down", store=running.url)
+        assert store.get_trace(trace_id).feedback[0]["comment"] == "thumbs down"
+        monkeypatch.setenv("REPLAYGATE_COLLECT_TOKEN", "wrong")
+        with pytest.raises(StoreError, match="refused by .*401"):
+            record_feedback(trace_id, 1, store=running.url)

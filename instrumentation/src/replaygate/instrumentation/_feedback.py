@@ -1,10 +1,42 @@
-"""``record_feedback``: user feedback arriving later (maybe from another process), by trace id."""
+"""``record_feedback``: user feedback arriving later (from another process or machine), by trace id.
+
+The feedback goes to the store (a SQLite file this process can open) or, from any machine, to the
+receiver's HTTP endpoint: ``store="http://collector:4318"`` (or ``REPLAYGATE_FEEDBACK_URL``) posts it to
+``/v1/feedback`` of ``replaygate collect`` with the bearer token ``REPLAYGATE_COLLECT_TOKEN``.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.error
+import urllib.request
 
-__all__ = ["record_feedback"]
+from replaygate.instrumentation._errors import StoreError
+
+__all__ = ["FEEDBACK_URL_ENV", "record_feedback"]
+
+FEEDBACK_URL_ENV = "REPLAYGATE_FEEDBACK_URL"
+
+
+def _post(url: str, trace_id: str, score: float | bool, comment: str | None, timeout_s: float) -> None:
+    endpoint = url if url.rstrip("/").endswith("/v1/feedback") else url.rstrip("/") + "/v1/feedback"
+    token = os.environ.get("REPLAYGATE_COLLECT_TOKEN", "")
+    body = json.dumps({"trace_id": trace_id, "score": score, "comment": comment}).encode()
+    request = urllib.request.Request(
+        endpoint,
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            response.read(4096)
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(2048).decode("utf-8", "replace")
+        raise StoreError(f"feedback for trace {trace_id} refused by {endpoint}: {exc.code} {detail}") from exc
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot send feedback for trace {trace_id} to {endpoint}: {exc}") from exc
 
 
 def record_feedback(
@@ -12,6 +44,8 @@ def record_feedback(
     score: float | bool,
     comment: str | None = None,
     store: str | os.PathLike[str] | None = None,
+    *,
+    timeout_s: float = 5.0,
 ) -> None:
     """Store feedback on a trace; a negative score makes it a failure candidate (``negative_feedback``).
 
@@ -21,12 +55,19 @@ def record_feedback(
         trace_id: the trace id (32 hex digits, e.g. from ``current_trace_id()``).
         score: a float in [-1, 1] or a bool (thumbs up / down).
         comment: the user's comment, if any.
-        store: the store path or URL (default: ``REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``).
+        store: the store path, or the ``http(s)://`` URL of ``replaygate collect`` (default:
+            ``REPLAYGATE_FEEDBACK_URL``, else ``REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``).
+        timeout_s: the HTTP request's timeout.
 
     Raises:
-        StoreError: the store cannot be opened or written, or the score is out of range.
+        StoreError: the store cannot be opened or written (or the receiver refused), or the score is out
+            of range.
     """
+    target = os.fspath(store) if store is not None else os.environ.get(FEEDBACK_URL_ENV)
+    if target is not None and target.startswith(("http://", "https://")):
+        _post(target, trace_id, score, comment, timeout_s)
+        return
     from replaygate.instrumentation._store import TraceStore
 
-    with TraceStore(store) as trace_store:
+    with TraceStore(target) as trace_store:
         trace_store.record_feedback(trace_id, score, comment)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -31,6 +32,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
 from replaygate.instrumentation._store_db import connect, resolve_store_path, write_transaction
 from replaygate.instrumentation._store_rows import (
@@ -187,6 +189,20 @@ class TraceStore:
 
         self._write("record feedback", work)
 
+    def record_drops(self, source: str, dropped: int) -> None:
+        """Report that the process ``source`` has dropped ``dropped`` spans so far (a running total)."""
+        now = time.time_ns()
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO trace_drops (source, dropped, first_ns, updated_ns) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (source) DO UPDATE SET dropped = excluded.dropped, "
+                "updated_ns = excluded.updated_ns",
+                (source, int(dropped), now, now),
+            )
+
+        self._write("record dropped spans", work)
+
     # -- reading -------------------------------------------------------------------------------------
 
     def _records(
@@ -318,6 +334,15 @@ class StoreSpanExporter(SpanExporter):
         self.failed_spans = 0
         self.failed_batches = 0
         self.last_error: str | None = None
+        self._source = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
+        self._reported_drops = 0
+
+    def _report_drops(self) -> None:
+        """Write this process's drop count (queue full) to the store, where ``replaygate traces`` shows it."""
+        dropped = int(HEALTH.snapshot()["exporters"].get("store", {}).get("dropped_spans", 0))
+        if dropped > self._reported_drops and self._store is not None:
+            self._store.record_drops(self._source, dropped)
+            self._reported_drops = dropped
 
     def stats(self) -> dict[str, Any]:
         """Counters: exported spans, failed spans and batches, and the last error message."""
@@ -338,6 +363,7 @@ class StoreSpanExporter(SpanExporter):
                 if self._store is None:
                     self._store = TraceStore(self._target)
                 self._store.write_spans(records)
+                self._report_drops()
             except Exception as exc:  # noqa: BLE001 - nothing may reach the agent through the SDK
                 return self._fail(len(spans), f"{type(exc).__name__}: {exc}")
             self.exported_spans += len(records)
@@ -353,10 +379,14 @@ class StoreSpanExporter(SpanExporter):
         return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
-        """Close the store; later exports fail (and are counted)."""
+        """Report the last drop count, close the store; later exports fail (and are counted)."""
         with self._lock:
             self._closed = True
             if self._store is not None:
+                try:
+                    self._report_drops()
+                except Exception:  # noqa: BLE001 - shutting down: nothing may reach the agent
+                    pass
                 self._store.close()
                 self._store = None
 
