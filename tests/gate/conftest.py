@@ -17,6 +17,7 @@ from replaygate.replay._runfile import (
     ScenarioEntry,
     content_hash,
 )
+from replaygate.replay._scenario_io import suite_hash_of
 
 # The seed case: 12 scenarios x 5 attempts, 53/60 (88%) -> 40/60 (67%): three go 5/5 -> 0/5.
 SEED_BASE = [5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 0]
@@ -32,7 +33,7 @@ def make_run(
     *,
     run_id: str = "run",
     k: int = 5,
-    suite_hash: str = "sha256:suite",
+    suite_hash: str | None = None,
     must_pass: Sequence[int] = (),
     errors: Mapping[int, int] | None = None,
     attempts: Mapping[int, int] | None = None,
@@ -49,6 +50,7 @@ def make_run(
     answer: str = "ok",
     judge: float | None = None,
     not_counted: Sequence[int] = (),
+    threshold: float = 0.8,
 ) -> RunFile:
     """Scenario i gets passes[i] passing attempts, then failing ones, then errors[i] errors (of k)."""
     errors = dict(errors or {})
@@ -69,9 +71,10 @@ def make_run(
                 id=sid(i),
                 title=f"scenario {i + 1}",
                 must_pass=i in must_pass,
-                threshold=0.8,
+                threshold=threshold,
                 repeats=k,
                 counts=i not in not_counted,
+                status="quarantined" if i in not_counted else "active",
                 tags=tag,
             )
         )
@@ -109,6 +112,10 @@ def make_run(
                     measures=Measures(latency_s=latency, cost_usd=cost, escalated=esc),
                 )
             )
+    if suite_hash is None:  # the hash the replay engine records for the suite (dropped scenarios too)
+        suite_hash = suite_hash_of(
+            (sid(i), "quarantined" if i in not_counted else "active", "") for i in range(len(passes))
+        )
     fp = Fingerprint(
         agent_config_hash=config_hash,
         target="examples.agent:respond",

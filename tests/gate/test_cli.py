@@ -40,7 +40,10 @@ def test_gate_exit_codes_and_reports(env, f, capsys) -> None:
     )
     assert code == 1
     assert "BLOCK" in capsys.readouterr().out
-    review_only = write("review", [5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 1, 0])
+    # a confirmed pass (5/5 at threshold 0.5) becomes a confirmed fail: newly failing, read before signing
+    plain = {"threshold": 0.5, "tags": lambda _: {}}
+    base_r = write("base_r", [5] * 12, **plain)
+    review_only = write("review", [5] * 11 + [0], **plain)
     loose = tmp / "loose.yaml"
     loose.write_text("tolerance:\n  overall: 0.1\n", encoding="utf-8")
     out_r = tmp / "review"
@@ -49,7 +52,7 @@ def test_gate_exit_codes_and_reports(env, f, capsys) -> None:
         "--policy",
         str(loose),
         "--baseline",
-        base,
+        base_r,
         "--candidate",
         review_only,
         "--out",
@@ -86,12 +89,20 @@ def test_review_then_sign_through_the_cli(env, f, capsys) -> None:
     assert decision["outcome"] == "pass-with-sign-off" and decision["signed_by"] == "ana"
     assert decision["candidate_fingerprint"]["agent_config_hash"] == "sha256:cfg"
     assert Path(decision["report_path"]) == (out / "report.json").resolve()
-    # Gating other runs into the same folder removes the decision that belonged to the old report.
+    # Gating other runs into the same folder is refused: the old report's decision stays where it is.
     same = write("same", f.BASE)
+    kept = (out / "decision.json").read_text(encoding="utf-8")
     assert (
-        run_cli(["gate", "--policy", policy, "--baseline", base, "--candidate", same, "--out", str(out)]) == 0
+        run_cli(["gate", "--policy", policy, "--baseline", base, "--candidate", same, "--out", str(out)]) == 3
     )
-    assert not (out / "decision.json").exists()
+    assert "holds decision.json signed for report" in capsys.readouterr().err
+    assert (out / "decision.json").read_text(encoding="utf-8") == kept
+    # A second signature of a signed report is refused unless it supersedes the first (audited).
+    assert run_cli(["sign", str(out), "--by", "bo", "--outcome", "block", "--reason", "changed my mind"]) == 3
+    assert "already signed" in capsys.readouterr().err
+    supersede = ["sign", str(out), "--by", "bo", "--outcome", "block", "--reason", "risk", "--supersede"]
+    assert run_cli(supersede) == 0
+    assert json.loads((out / "decision.json").read_text(encoding="utf-8"))["outcome"] == "block"
 
 
 def test_compare_prints_text_and_json(env, f, capsys) -> None:

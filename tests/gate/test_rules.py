@@ -57,12 +57,63 @@ def test_large_suite_can_tell(f) -> None:
 
 
 def test_non_must_pass_newly_failing_needs_review(f) -> None:
-    base = f.run(f.BASE, run_id="b")
-    head = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 1, 0], run_id="h")  # s11 4/5 -> 1/5, not significant overall
+    # threshold 0.5 can be confirmed at k=5: s12 goes from a confirmed pass (5/5) to a confirmed fail (0/5)
+    plain = {"threshold": 0.5, "tags": lambda _: {}}
+    base = f.run([5] * 12, run_id="b", **plain)
+    head = f.run([5] * 11 + [0], run_id="h", **plain)
     report = gate_runs(Policy(tolerance={"overall": 0.1}), base, head)
-    assert report.newly_failing == ["s11"]
+    assert report.newly_failing == ["s12"]
     assert report.outcome == "needs-sign-off"
     assert [x.rule for x in report.findings] == ["rule-4"]
+    assert "confirmed pass became a confirmed fail" in report.findings[0].message
+
+
+def test_inconclusive_to_fail_is_worse_not_confirmed_and_needs_no_signature(f) -> None:
+    # The case: 3/5 -> 2/5 against 0.8 moves inconclusive -> fail; at k=5 0.8 cannot be confirmed.
+    base = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 3, 0], run_id="b")
+    head = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 2, 0], run_id="h")
+    report = gate_runs(Policy(tolerance={"overall": 0.1}), base, head)
+    s11 = next(s for s in report.comparison.scenarios if s.id == "s11")
+    assert (s11.base.verdict, s11.head.verdict, s11.change) == ("inconclusive", "fail", "worse_unconfirmed")
+    assert report.outcome == "pass" and report.newly_failing == [] and report.worse_unconfirmed == ["s11"]
+    assert "1 worse, not confirmed at k=5" in report.headline
+    assert s11.cant_tell == (
+        "threshold 0.8 needs at least 16 repeats to be confirmed at 95%; at 5 it can only be inconclusive "
+        "or fail"
+    )
+    assert any(n.startswith("can't tell for 12 scenario(s)") for n in report.notes)
+
+
+def test_a_significant_drop_is_newly_failing_after_adjustment(f) -> None:
+    # the seed collapse: 5/5 -> 0/5 three times in 12 (one-sided Fisher p=1/252 each, BH-adjusted 0.016)
+    report = gate_runs(Policy(), f.run(f.BASE, run_id="b"), f.run(f.HEAD, run_id="h"))
+    s1 = report.comparison.scenarios[0]
+    assert s1.fisher_p == pytest.approx(1 / 252)
+    assert s1.fisher_p_adjusted == pytest.approx(12 / 3 / 252)
+    assert s1.evidence == "significant" and "Fisher p=0.004" in report.findings[-3].message
+    # one such drop among 30 scenarios is not enough evidence at k=5: worse, not confirmed
+    wide = gate_runs(Policy(), f.run([5] * 30, run_id="b"), f.run([0] + [5] * 29, run_id="h"))
+    assert wide.newly_failing == [] and wide.worse_unconfirmed == ["s01"]
+    assert wide.comparison.scenario_detectable_drop is None
+    assert any("no single scenario's drop can be confirmed" in n for n in wide.notes)
+
+
+def test_flaky_scenarios_come_from_the_two_baselines(f) -> None:
+    base = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 0], run_id="b", threshold=0.5)
+    base_2 = f.run([5, 5, 5, 5, 5, 5, 5, 5, 0, 4, 5, 0], run_id="b2", threshold=0.5)
+    report = gate_runs(Policy(), base, f.run(f.BASE, run_id="h", threshold=0.5), base_2)
+    assert report.flaky == ["s09", "s11"]
+    by_id = {s.id: s for s in report.comparison.scenarios}
+    assert "pass vs fail (5/5 vs 0/5)" in by_id["s09"].flaky_reason
+    assert "inconclusive vs pass" in by_id["s11"].flaky_reason
+    assert not by_id["s10"].flaky  # 4/5 twice
+    # the baselines differ by 1.0 on s09, 0.2 on s11 and nowhere else: the flaky ones carry all the noise
+    assert report.flaky_noise_share == pytest.approx(1.0)
+    assert report.outcome == "pass" and "2 flaky" in report.headline
+    assert (
+        gate_runs(Policy(), base, base).flaky == []
+        and gate_runs(Policy(), base, base).flaky_noise_share is None
+    )
 
 
 def test_guardrail_worse_beyond_tolerance_blocks_an_improvement(f) -> None:

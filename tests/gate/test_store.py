@@ -35,7 +35,7 @@ def test_sign_refused_until_every_newly_failing_scenario_is_read(f, store) -> No
         store.sign(report, signed_by="ana", outcome="pass", reason="looks fine")
     d = store.sign(report, signed_by="ana", outcome="pass-with-sign-off", reason="accepted the drop")
     assert d.outcome == "pass-with-sign-off" and d.signed_by == "ana"
-    assert d.baseline_fingerprint["suite_hash"] == "sha256:suite"
+    assert d.baseline_fingerprint["suite_hash"] == report.comparison.suite_hash
     assert d.candidate_config_id == "cfg-h" and d.candidate_target == "examples.agent:respond"
     again = store.sign(report, signed_by="ana", outcome="pass-with-sign-off", reason="accepted the drop")
     assert again.id == d.id

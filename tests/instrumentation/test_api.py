@@ -44,6 +44,15 @@ EXPECTED = {
     "RoutingClient",
     "Variant",
     "configure_routing",
+    "normalize_span",
+    "span_record",
+    "NormalizedSpan",
+    "AgentRun",
+    "Retrieval",
+    "is_content_attribute",
+    "capture",
+    "CaptureResult",
+    "watch",
 }
 
 

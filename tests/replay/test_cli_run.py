@@ -4,7 +4,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from replaygate.replay._journal import journal_path
+from replaygate.replay._journal import journal_path, restore_journal
 from replaygate.replay._runfile import content_hash, load_run
 from replaygate.replay._scenario import Scenario, save_scenario
 
@@ -172,6 +172,8 @@ def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.Capture
     assert cli(args + ["--out", "whole.json"]) == 0
     whole = load_run(project / "whole.json")
     jpath = journal_path(project / "whole.json")
+    assert not jpath.exists()  # a completed run removes its journal
+    restore_journal(project / "whole.json")
     lines = jpath.read_bytes().split(b"\n")
     jpath.write_bytes(b"\n".join(lines[:3]) + b"\n")  # as if killed after two attempts
     (project / "whole.json").unlink()
@@ -209,7 +211,7 @@ def test_merge_of_shards_with_errors_lists_them_and_exits_1(
     assert out.splitlines()[0].endswith("6 attempts: 6 errors, 0 fails, 0 passes")
     assert out.splitlines()[1].startswith("ERRORS (6)") and "b-raise#0: target raised ConnectionError" in out
     assert "run file: all.json" in out and "6 of 6 attempts errored" in err
-    assert cli(["merge", "all.json", "s1.json", "s2.json", "--quiet"]) == 1
+    assert cli(["merge", "all.json", "s1.json", "s2.json", "--quiet", "--force"]) == 1
     quiet = capsys.readouterr().out.splitlines()  # --quiet: the headline and the errors, nothing else
     assert quiet[0].endswith("6 attempts: 6 errors, 0 fails, 0 passes") and quiet[1].startswith("ERRORS (6)")
     assert len(quiet) == 2 + 6 and all(line.startswith("  ") for line in quiet[2:])

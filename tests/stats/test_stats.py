@@ -12,11 +12,12 @@ import replaygate.stats as st
 def test_public_names() -> None:
     assert sorted(st.__all__) == sorted(
         [
-            "Counts", "NoiseFloor", "PermutationResult", "ProportionDiff", "RankTest", "Verdict",
-            "cohen_kappa", "fisher_exact_per_scenario", "holm_adjust", "mann_whitney",
+            "Counts", "NoiseFloor", "PermutationResult", "ProportionDiff", "RankTest", "SCENARIO_TEST",
+            "Verdict", "bh_adjust", "cohen_kappa", "fisher_exact_per_scenario", "fisher_worse_p",
+            "holm_adjust", "mann_whitney", "min_repeats_to_fail", "min_repeats_to_pass",
             "minimum_detectable_drop", "noise_floor", "paired_permutation_test",
-            "paired_permutation_test_values", "pass_at_k", "pass_hat_k", "scenario_verdict",
-            "two_proportion_diff", "wilson_interval", "z_value",
+            "paired_permutation_test_values", "pass_at_k", "pass_hat_k", "scenario_detectable_drop",
+            "scenario_verdict", "threshold_note", "two_proportion_diff", "wilson_interval", "z_value",
         ]
     )  # fmt: skip
 
@@ -223,3 +224,58 @@ def test_minimum_detectable_drop_is_detected_with_the_promised_power_by_the_real
         res = st.paired_permutation_test(b, h, seed=i, n_bootstrap=10, n_resamples=500)
         caught += res.p_value < 0.05 and res.delta < 0
     assert caught / sims >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / sims)
+
+
+def test_repeats_needed_to_confirm_a_threshold() -> None:
+    # the Wilson lower bound of n/n is n / (n + z^2): 0.8 needs 16 at 95%, 0.5 needs 4
+    assert st.min_repeats_to_pass(0.8) == 16
+    assert st.wilson_interval(16, 16)[0] >= 0.8 > st.wilson_interval(15, 15)[0]
+    assert st.min_repeats_to_pass(0.5) == 4 and st.min_repeats_to_pass(1.0) is None
+    assert st.min_repeats_to_fail(0.2) == 16 and st.min_repeats_to_fail(0.8) == 1
+    assert st.threshold_note(0.8, 5) == (
+        "threshold 0.8 needs at least 16 repeats to be confirmed at 95%; at 5 it can only be inconclusive "
+        "or fail"
+    )
+    assert st.threshold_note(0.8, 16) == "" and st.threshold_note(0.5, 5) == ""
+    assert "refuted" in st.threshold_note(0.2, 5) and "must_pass" in st.threshold_note(1.0, 5)
+    for t in np.linspace(0.05, 0.95, 19):
+        n = st.min_repeats_to_pass(float(t))
+        assert n is not None and st.scenario_verdict(n, n, False, float(t)) == "pass"
+        assert n == 1 or st.scenario_verdict(n - 1, n - 1, False, float(t)) != "pass"
+
+
+def test_one_sided_fisher_matches_scipy_and_bh_matches_scipy() -> None:
+    from scipy.stats import false_discovery_control
+
+    rng = np.random.default_rng(3)
+    base = [(int(rng.integers(0, 11)), 10) for _ in range(40)]
+    head = [(int(rng.integers(0, 6)), 5) for _ in range(40)]
+    ours = st.fisher_worse_p(base, head)
+    for (sb, nb), (sh, nh), p in zip(base, head, ours, strict=True):
+        ref = fisher_exact([[sb, nb - sb], [sh, nh - sh]], alternative="greater").pvalue
+        assert p == pytest.approx(ref, rel=1e-9, abs=1e-12)
+    assert st.fisher_worse_p([(5, 5)], [(0, 5)]) == [pytest.approx(1 / 252)]
+    ps = rng.random(25) ** 2
+    assert st.bh_adjust(list(ps)) == pytest.approx(list(false_discovery_control(ps, method="bh")))
+
+
+def test_scenario_detectable_drop_is_detected_with_the_promised_power() -> None:
+    # 0.95 at k=10 among 30: the stated drop is flagged (BH-adjusted one-sided Fisher) with power >= 0.8,
+    # and a drop 0.05 smaller is not
+    drop = st.scenario_detectable_drop(0.95, 10, 30)
+    assert drop is not None and 0.75 < drop < 0.9
+    rng = np.random.default_rng(5)
+
+    def power(d: float) -> float:
+        hits = 0
+        sims = 600
+        for _ in range(sims):
+            others = [(int(x), 10) for x in rng.binomial(10, 0.9, 29)]
+            base = [(int(rng.binomial(10, 0.95)), 10), *others]
+            head = [(int(rng.binomial(10, 0.95 - d)), 10), *[(int(x), 10) for x in rng.binomial(10, 0.9, 29)]]
+            hits += st.bh_adjust(st.fisher_worse_p(base, head))[0] < 0.05
+        return hits / sims
+
+    assert power(drop) >= 0.8 - 0.04
+    assert power(drop - 0.05) < 0.8
+    assert st.scenario_detectable_drop(1.0, 5, 30) is None  # 5/5 -> 0/5 has p = 0.004 > 0.05 / 30

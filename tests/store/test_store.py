@@ -106,7 +106,7 @@ def test_audit_is_append_only(store_url) -> None:
 def test_schema_versions_and_newer_store_refused(store_url) -> None:
     store = Store(store_url)
     with store.read() as conn:
-        assert versions(conn) == (2, 1)
+        assert versions(conn) == (2, 2)
     with store.write() as conn:
         conn.execute(text("UPDATE store_schema SET version = 99"))
     store.close()
@@ -150,7 +150,7 @@ def test_a_version_1_sqlite_store_is_migrated_and_backfilled(tmp_path) -> None:
     conn.close()
     with TraceStore(path) as store:
         with store.store.read() as c:
-            assert versions(c) == (2, 1)
+            assert versions(c) == (2, 2)
             assert sorted(c.execute(text("SELECT empty FROM trace_traces")).scalars()) == [0, 1]
         assert len(store.failures(reasons=["empty_answer"])) == 1
 

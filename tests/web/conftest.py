@@ -1,13 +1,15 @@
-"""The release page on a real store (SQLite, then PostgreSQL): real spans (one with a hostile answer), fake
-signed decisions, users."""
+"""The release page on a real store: real spans (one with a hostile answer), fake signed decisions, users."""
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,13 +24,15 @@ from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
-from replaygate.gate import SignedDecision
+from replaygate.gate import DecisionStore, GateReport, SignedDecision
 from replaygate.store import TraceStore
 from replaygate.web import User, WebConfig, create_app
+from tests.web.gate_fixture import HOSTILE, write_gate_reports
 
 XSS = "<script>alert(1)</script>"
 PASSWORD = "correct horse battery"
 API_TOKEN = "test-token-123"
+READ_TOKEN = "read-token-456"
 
 
 def _decision(decision_id: str, outcome: str) -> SignedDecision:
@@ -63,12 +67,12 @@ class Decisions:
         return [d for d in self.by_id.values() if outcomes is None or d.outcome in outcomes]
 
 
-def _write(url: str, memory: InMemorySpanExporter) -> None:
+def _write(url: str | Path, memory: InMemorySpanExporter) -> None:
     with TraceStore(url) as store:
         store.write_spans([span_to_record(s) for s in memory.get_finished_spans()])
 
 
-def write_traces(url: str) -> str:
+def write_traces(path: str | Path) -> str:
     """Write a few real traces to the store; return the id of the one whose answer is hostile."""
     provider = TracerProvider()
     memory = InMemorySpanExporter()
@@ -86,26 +90,29 @@ def write_traces(url: str) -> str:
             if i == 0:
                 hostile = format(span.get_span_context().trace_id, "032x")
     provider.shutdown()
-    _write(url, memory)
+    _write(path, memory)
     return hostile
 
 
-def write_variant_traces(url: str, variant: str, n: int, *, escalate_every: int = 0) -> None:
-    """Write ``n`` answered requests served by ``variant`` (real spans, written to the store)."""
+def write_variant_traces(path: str | Path, variant: str, n: int, *, escalate_every: int = 0) -> None:
+    """Write ``n`` answered requests served by ``variant``, each taking exactly 0.2 s (real spans)."""
     provider = TracerProvider()
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("test")
+    start = time.time_ns()
     for i in range(n):
-        with tracer.start_as_current_span("invoke_agent support") as span:
-            span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
-            span.set_attribute(sc.OI_INPUT_VALUE, "Where is my order?")
-            span.set_attribute(sc.OI_OUTPUT_VALUE, "It ships tomorrow.")
-            span.set_attribute(sc.RG_VARIANT, variant)
-            if escalate_every and i % escalate_every == 0:
-                span.set_attribute(sc.RG_ESCALATION, True)
+        t0 = start + i * 1_000_000
+        span = tracer.start_span("invoke_agent support", start_time=t0)
+        span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
+        span.set_attribute(sc.OI_INPUT_VALUE, "Where is my order?")
+        span.set_attribute(sc.OI_OUTPUT_VALUE, "It ships tomorrow.")
+        span.set_attribute(sc.RG_VARIANT, variant)
+        if escalate_every and i % escalate_every == 0:
+            span.set_attribute(sc.RG_ESCALATION, True)
+        span.end(end_time=t0 + 200_000_000)
     provider.shutdown()
-    _write(url, memory)
+    _write(path, memory)
 
 
 @dataclass
@@ -113,39 +120,89 @@ class Env:
     app: Flask
     controller: CanaryController
     hostile_trace: str
-    path: str  # the store URL
+    path: str  # the store URL (SQLite file or PostgreSQL database)
+    tmp: Path
 
 
-@pytest.fixture
-def env(store_url: str) -> Iterator[Env]:
-    path = store_url
+CHEAP = "pbkdf2:sha256:1000"  # fast hashes: the tests log in many times
+
+
+def _users() -> dict[str, User]:
+    def user(name: str, role: str, one_time: bool = False) -> User:
+        return User(name, generate_password_hash(PASSWORD, method=CHEAP), role, one_time)  # type: ignore[arg-type]
+
+    return {
+        "rita": user("rita", "releaser"),
+        "vic": user("vic", "viewer"),
+        "rev": user("rev", "reviewer"),
+        "res": user("res", "responder"),
+        "otto": user("otto", "releaser", one_time=True),
+    }
+
+
+def _make_env(
+    tmp_path: Path, decisions: Any, url: str, widen_confidence: float = 0.8
+) -> tuple[Env, list[Any]]:
+    path = url
     hostile = write_traces(path)
     store = CanaryStore(path)
     traces = TraceStore(store.store)
     ctl = CanaryController(
         store,
         traces,
-        Decisions(),
+        decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20), groundedness_sample=0
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_confidence=widen_confidence),
+            groundedness_sample=0,
         ),
     )
-    cheap = "pbkdf2:sha256:1000"  # fast hashes: the tests log in many times
-    users = {
-        "rita": User("rita", generate_password_hash(PASSWORD, method=cheap), "releaser"),
-        "vic": User("vic", generate_password_hash(PASSWORD, method=cheap), "viewer"),
-    }
     config = WebConfig(
-        users=users,
+        users=_users(),
         controller=ctl,
         secure_cookies=False,
         api_token=API_TOKEN,
+        read_token=READ_TOKEN,
         secret_key="test-secret-key",
+        reports_dir=str(tmp_path / "reports"),
+        golden=str(tmp_path / "golden"),
         auto_check=False,
     )
-    yield Env(create_app(config), ctl, hostile, path)
-    traces.close()
-    store.close()
+    app = create_app(config)
+    return Env(app, ctl, hostile, path, tmp_path), [traces, store, ctl.decisions]
+
+
+def _close(made: Env, parts: list[Any]) -> None:
+    # the page's own store is opened on first use
+    for part in [*parts, made.app.extensions["replaygate"].extra.get("web_store")]:
+        close = getattr(part, "close", None)
+        if callable(close):
+            close()
+
+
+@pytest.fixture
+def env(tmp_path: Path, store_url: str) -> Iterator[Env]:
+    made, parts = _make_env(tmp_path, Decisions(), store_url)
+    yield made
+    _close(made, parts)
+
+
+@dataclass
+class Release:
+    """A store with real gate reports: one blocked (rule 1), one needing sign-off (a newly failing read)."""
+
+    env: Env
+    blocked: GateReport
+    signoff: GateReport
+    reports_dir: Path
+
+
+@pytest.fixture
+def release(tmp_path: Path, store_url: str) -> Iterator[Release]:
+    # widen on small equal arms
+    made, parts = _make_env(tmp_path, DecisionStore, store_url, widen_confidence=0.55)
+    blocked, signoff = write_gate_reports(tmp_path)
+    yield Release(made, blocked, signoff, tmp_path / "reports")
+    _close(made, parts)
 
 
 def csrf_from(html: str) -> str:
@@ -165,17 +222,29 @@ class Served:
     env: Env
 
 
-@pytest.fixture
-def served(env: Env) -> Iterator[Served]:
-    server = make_server("127.0.0.1", 0, env.app, threaded=True)
+@contextmanager
+def _serve(app: Flask) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(f"http://127.0.0.1:{server.server_port}", env)
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+@pytest.fixture
+def served(env: Env) -> Iterator[Served]:
+    with _serve(env.app) as url:
+        yield Served(url, env)
+
+
+@pytest.fixture
+def served_release(release: Release) -> Iterator[tuple[str, Release]]:
+    with _serve(release.env.app) as url:
+        yield url, release
 
 
 @pytest.fixture
@@ -184,6 +253,7 @@ def helpers() -> Any:
         csrf = staticmethod(csrf_from)
         login = staticmethod(login)
         xss = XSS
+        hostile = HOSTILE
         write = staticmethod(write_variant_traces)
         password = PASSWORD
         token = API_TOKEN

@@ -18,6 +18,7 @@ import click
 from replaygate.instrumentation import ReplaygateError
 from replaygate.replay._runfile import load_run
 
+from replaygate.cli._outputs import refuse_other_report
 from replaygate.gate import (
     DECISION_OUTCOMES,
     DecisionStore,
@@ -128,15 +129,22 @@ def gate_cmd(
         policy, load_run(baseline), load_run(candidate), b2, paths=(baseline, candidate, baseline_2)
     )
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
-    stale = out / "decision.json"
-    if stale.exists() and json.loads(stale.read_text(encoding="utf-8")).get("report_id") != report.report_id:
-        stale.unlink()  # a decision signed for another report must not sit beside this one
+    refuse_other_report(out, report.report_id)  # never delete or overwrite another report's files
     paths = write_reports(report, out, wanted)
     click.echo(report.headline)
     for f in report.findings:
         click.echo(f"  [{f.rule}] {f.message}\n      fix: {f.fix}")
     if not report.can_tell and report.notes:
         click.echo(f"  {report.notes[0]}")
+    if report.worse_unconfirmed:
+        k = report.comparison.k
+        click.echo(
+            f"  worse, not confirmed at k={k} (no signature needed): {', '.join(report.worse_unconfirmed)}"
+        )
+    if report.flaky:
+        click.echo(
+            f"  flaky (the baseline runs disagree; quarantine or raise repeats): {', '.join(report.flaky)}"
+        )
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
     sys.exit(EXIT[report.outcome])  # (click returns, not raises, Exit codes under main())
@@ -172,14 +180,22 @@ def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None
 @click.option("--by", "by", required=True, help="Who signs.")
 @click.option("--outcome", required=True, type=click.Choice(list(DECISION_OUTCOMES)), help="The decision.")
 @click.option("--reason", required=True, help="Why (the trade-off, for a pass with sign-off).")
+@click.option(
+    "--supersede", is_flag=True, help="Replace the report's current decision (audited; it stays listed)."
+)
 @_store_option
 @_data_errors
-def sign_cmd(report: str, by: str, outcome: str, reason: str, store: str | None) -> None:
-    """Sign the gate decision: stored with both fingerprints, and as decision.json beside the report."""
+def sign_cmd(report: str, by: str, outcome: str, reason: str, supersede: bool, store: str | None) -> None:
+    """Sign the gate decision: stored with both fingerprints, and as decision.json beside the report.
+
+    A report signed already is refused unless --supersede (with --reason saying why).
+    """
     rep, path = _load(report)
     ds = DecisionStore(store)
     try:
-        decision = ds.sign(rep, signed_by=by, outcome=outcome, reason=reason, report_path=str(path))
+        decision = ds.sign(
+            rep, signed_by=by, outcome=outcome, reason=reason, report_path=str(path), supersede=supersede
+        )
     finally:
         ds.close()
     out = atomic_write(path.parent / "decision.json", decision.model_dump_json(indent=2))

@@ -7,10 +7,14 @@ one of its commands runs: ``replaygate --help`` and ``replaygate traces`` stay f
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import traceback
 
 import click
-from replaygate.instrumentation import ReplaygateError, __version__
+from replaygate.instrumentation import __version__
+
+from replaygate.cli._failures import describe_failure
 
 __all__ = ["COMMANDS", "cli", "main"]
 
@@ -37,6 +41,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("_canary", "Serve the release page."),
     "collect": ("_collect", "Receive OTLP/HTTP spans and feedback from agents and write them to the store."),
     "hash-password": ("_canary", "Print a password hash for the users file of `replaygate serve`."),
+    "doctor": (
+        "_doctor",
+        "Print the resolved settings (store, exporters, canary source, golden set); check each.",
+    ),
+    "push": ("_push", "Push replay results or a gate outcome to Langfuse or Phoenix (idempotent)."),
 }
 
 
@@ -66,14 +75,25 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="replaygate")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="Print the traceback of an error (env REPLAYGATE_DEBUG=1).")
+def cli(debug: bool) -> None:
     """replaygate: capture agent runs, promote failures, replay, gate and release."""
 
 
+def _debug(args: list[str]) -> bool:
+    """``--debug`` before the command name, or ``REPLAYGATE_DEBUG=1``."""
+    before = args[: next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))]
+    return "--debug" in before or os.environ.get("REPLAYGATE_DEBUG", "") not in ("", "0")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; a :class:`ReplaygateError` prints its message and exits with code 3."""
+    """Run the CLI; every failure prints ``error: <file>[:line]: <what>`` and exits with code 3.
+
+    The traceback is printed only under ``--debug`` (see :mod:`replaygate.cli._failures`).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        rc = cli.main(args=argv, prog_name="replaygate", standalone_mode=False)
+        rc = cli.main(args=args, prog_name="replaygate", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -82,8 +102,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(USAGE_OR_DATA_ERROR)
-    except ReplaygateError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the one place every failure becomes one clean line
+        if _debug(args):
+            traceback.print_exc()
+        click.echo(f"error: {describe_failure(exc)}", err=True)
         sys.exit(USAGE_OR_DATA_ERROR)
     # with standalone_mode=False, click returns the code of ctx.exit(n) instead of exiting
     if isinstance(rc, int) and rc:

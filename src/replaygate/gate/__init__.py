@@ -16,13 +16,22 @@ Usage::
 Rules: (1) a newly failing must-pass scenario blocks and cannot be signed away; (2) a graded drop beyond
 tolerance that is significant and above the noise floor blocks unless signed; (3) an improvement does not
 count if a guardrail worsens beyond tolerance; (4) every newly failing scenario is read before signing.
-Errors block unless the policy's error budget allows them. A policy wider than the one recorded in the run
-is refused.
+Before any of that, each run must be exactly the plan it records (``verify_run``: no duplicate,
+missing or unknown attempt, ``counts`` true to the status, the suite hash, the attempts' digest), else
+:class:`RunIntegrityError`. Errors block unless the policy's error budget allows them. A policy wider
+than the one recorded in the run is refused.
+"Newly failing" means passed before, fails now, beyond noise; "worse, not confirmed" and "flaky"
+scenarios are listed in the report and ask for no signature by themselves.
+
+Calibration: ``simulate_gate(heterogeneous_suite(30, k=5, rng=rng), policy, rng)`` draws two baseline runs
+and a candidate of a simulated suite and gates them with these same rules (``bench/gate_calibration.py``).
 """
 
+from replaygate.gate._calibration import SimulatedSuite, heterogeneous_suite, simulate_gate, synthetic_run
 from replaygate.gate._compare import check_comparable, compare_runs
 from replaygate.gate._comparison_model import (
     COMPARISON_FORMAT_VERSION,
+    Change,
     Comparison,
     ErrorSummary,
     GradedComparison,
@@ -36,6 +45,7 @@ from replaygate.gate._comparison_model import (
 from replaygate.gate._drift import DriftReport, detect_drift, drift_pair, load_runs_dir
 from replaygate.gate._errors import ComparisonError, DecisionError, GateError, PolicyError, PolicyWidenedError
 from replaygate.gate._gate_model import REPORT_FORMAT_VERSION, RULE_TITLES, Finding, GateReport
+from replaygate.gate._integrity import RunDigest, RunIntegrityError, verify_run
 from replaygate.gate._policy import (
     GuardrailTolerance,
     GuardrailTolerances,
@@ -55,6 +65,7 @@ __all__ = [
     "DECISION_OUTCOMES",
     "REPORT_FORMAT_VERSION",
     "RULE_TITLES",
+    "Change",
     "Comparison",
     "ComparisonError",
     "DecisionError",
@@ -74,10 +85,13 @@ __all__ = [
     "PolicyWidenedError",
     "RateComparison",
     "Review",
+    "RunDigest",
+    "RunIntegrityError",
     "RunRef",
     "ScenarioComparison",
     "SideStats",
     "SignedDecision",
+    "SimulatedSuite",
     "Tolerance",
     "check_comparable",
     "check_policy_against_runs",
@@ -87,11 +101,15 @@ __all__ = [
     "drift_pair",
     "evaluate_gate",
     "gate_runs",
+    "heterogeneous_suite",
     "is_wider",
     "load_policy",
     "load_runs_dir",
     "policy_from_mapping",
     "policy_hash",
     "resolve_store_url",
+    "simulate_gate",
+    "synthetic_run",
     "unread_scenarios",
+    "verify_run",
 ]

@@ -2,7 +2,9 @@
 
 Pure: takes :class:`RunFile` objects, returns a :class:`Comparison`. Errors are counted apart from
 failures; a scenario missing from a run or with fewer attempts than k is a blocking problem, never
-dropped.
+dropped. Each scenario's change (newly failing, worse but not confirmed, ...) and flakiness are decided in
+``_scenario_change``; the suite and its categories are tested here, each with the smallest drop it can
+detect.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from replaygate.gate._comparison_model import (
 from replaygate.gate._errors import ComparisonError
 from replaygate.gate._guardrails import compare_guardrails, with_noise
 from replaygate.gate._policy import Policy
+from replaygate.gate._scenario_change import classify_scenarios, mark_flaky
 from replaygate.stats import (
-    fisher_exact_per_scenario,
+    SCENARIO_TEST,
     holm_adjust,
     minimum_detectable_drop,
     noise_floor,
@@ -136,18 +139,6 @@ def _side(
     return side, problems, attempts
 
 
-def _classify(b: str | None, h: str | None) -> Change:
-    if b is None or h is None:
-        return "unknown"
-    if h == "fail":
-        return "still_failing" if b == "fail" else "newly_failing"
-    if h == "pass":
-        if b == "fail":
-            return "newly_passing"
-        return "still_passing" if b == "pass" else "inconclusive"
-    return "inconclusive"
-
-
 def _rate_group(
     name: str,
     ids: Sequence[str],
@@ -155,7 +146,10 @@ def _rate_group(
     head: dict[str, Counts],
     noise: dict[str, Counts] | None,
     policy: Policy,
+    family: int = 1,
+    known_noise: float | None = None,
 ) -> RateComparison:
+    """Test one group; ``family`` is how many groups share the Holm adjustment (for its detectable drop)."""
     if not ids:
         return RateComparison(
             name=name,
@@ -172,7 +166,7 @@ def _rate_group(
     res = paired_permutation_test(
         b, h, n_resamples=policy.n_resamples, seed=policy.seed, confidence=policy.confidence
     )
-    magnitude = None
+    magnitude = known_noise
     if noise is not None:
         nids = [i for i in ids if i in noise]
         if nids:
@@ -180,6 +174,14 @@ def _rate_group(
                 [base[i] for i in nids], [noise[i] for i in nids], policy.confidence, policy.seed
             )
             magnitude = nf.magnitude
+    tol = policy.tolerance.overall if name == "overall" else policy.tolerance.for_category(name)
+    detectable = minimum_detectable_drop(
+        b,
+        alpha=policy.alpha / family,
+        power=policy.power,
+        seed=policy.seed,
+        beyond=max(tol, magnitude or 0.0),
+    )
     return RateComparison(
         name=name,
         scenarios=len(ids),
@@ -192,6 +194,7 @@ def _rate_group(
         p_adjusted=res.p_value,
         exact=res.exact,
         noise_magnitude=magnitude,
+        detectable_drop=detectable,
     )
 
 
@@ -331,7 +334,12 @@ def compare_runs(
             problems.extend(sc_problems)
             b_counted.extend(ba)
             h_counted.extend(ha)
-        change = "unknown" if sc_problems else _classify(bs.verdict, hs.verdict)
+        second = None
+        if noise is not None and sid in n_entries:
+            second = _side(noise, "second baseline", n_entries[sid], sid, required, conf, n_att.get(sid, []))[
+                0
+            ]
+        change: Change = "unknown"  # decided by classify_scenarios below
         scenarios.append(
             ScenarioComparison(
                 id=sid,
@@ -344,6 +352,7 @@ def compare_runs(
                 base=bs,
                 head=hs,
                 change=change,
+                second=second,
                 problems=sc_problems,
             )
         )
@@ -356,13 +365,8 @@ def compare_runs(
                 n_counts[sid] = (np_, np_ + nf_)
             n_metrics[sid] = _metric_values(na)
 
-    # Fisher p per scenario, where both sides have scored attempts.
-    both = [s for s in scenarios if s.base.scored and s.head.scored]
-    ps = fisher_exact_per_scenario(
-        [(s.base.passed, s.base.scored) for s in both], [(s.head.passed, s.head.scored) for s in both]
-    )
-    fisher = {s.id: p for s, p in zip(both, ps, strict=True)}
-    scenarios = [s.model_copy(update={"fisher_p": fisher.get(s.id)}) for s in scenarios]
+    scenarios, family, scenario_drop = classify_scenarios(scenarios, policy)
+    scenarios, flaky_share = mark_flaky(scenarios, policy) if noise is not None else (scenarios, None)
 
     counted = [s for s in scenarios if s.counts and not s.problems]
     valid = [s.id for s in counted]
@@ -370,7 +374,6 @@ def compare_runs(
     h_counts = {s.id: (s.head.passed, s.head.scored) for s in counted}
     nc = n_counts if noise is not None else None
     # The overall noise floor is measured once: it is both the comparison's noise and the overall magnitude.
-    overall = _rate_group("overall", valid, b_counts, h_counts, None, policy)
     noise_info = None
     if noise is not None:
         nids = [i for i in valid if i in n_counts]
@@ -384,9 +387,12 @@ def compare_runs(
                 p_value=nf.p_value,
                 magnitude=nf.magnitude,
             )
-            overall = overall.model_copy(update={"noise_magnitude": nf.magnitude})
+    known = noise_info.magnitude if noise_info is not None else None
+    overall = _rate_group("overall", valid, b_counts, h_counts, None, policy, known_noise=known)
     cats = _categories(scenarios, valid)
-    categories = _holm_rates([_rate_group(n, ids, b_counts, h_counts, nc, policy) for n, ids in cats.items()])
+    categories = _holm_rates(
+        [_rate_group(n, ids, b_counts, h_counts, nc, policy, len(cats)) for n, ids in cats.items()]
+    )
 
     nm = n_metrics if noise is not None else None
     metrics = sorted({m for i in valid for m in b_metrics[i]} & {m for i in valid for m in h_metrics[i]})
@@ -398,6 +404,8 @@ def compare_runs(
         per_cat = [_graded_group(metric, n, ids, b_metrics, h_metrics, nm, policy) for n, ids in cats.items()]
         graded.extend(_holm_graded([g for g in per_cat if g is not None]))
 
+    # significance only: compared with the tolerance for "can't tell" (``overall.detectable_drop`` adds
+    # the tolerance and the noise floor, as rule 2 does)
     mdd = (
         minimum_detectable_drop(
             [b_counts[i] for i in valid], alpha=policy.alpha, power=policy.power, seed=policy.seed
@@ -426,6 +434,10 @@ def compare_runs(
         confidence=conf,
         noise=noise_info,
         minimum_detectable_drop=mdd,
+        scenario_test=SCENARIO_TEST,
+        scenario_family=family,
+        scenario_detectable_drop=scenario_drop,
+        flaky_noise_share=flaky_share,
         overall=overall,
         categories=categories,
         graded=graded,

@@ -1,4 +1,12 @@
-"""The comparison of a baseline run and a candidate run: a versioned pydantic document."""
+"""The comparison of a baseline run and a candidate run: a versioned pydantic document.
+
+Each scenario's ``change`` says how it moved. ``newly_failing`` means passed before, fails now: a
+must-pass scenario passed every attempt in the baseline and not in the candidate (pass^k); another
+scenario went from a confirmed pass to a confirmed fail, or fell significantly (``SCENARIO_TEST``:
+one-sided Fisher exact, Benjamini-Hochberg-adjusted over the suite). ``worse_unconfirmed`` is a verdict
+that got worse without that evidence (``inconclusive`` -> ``fail`` at a k too small to confirm either):
+reported, never a reason to sign by itself. ``flaky`` marks a scenario whose two baseline runs disagree.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +31,13 @@ __all__ = [
 COMPARISON_FORMAT_VERSION = 1
 
 Change = Literal[
-    "newly_failing", "newly_passing", "still_failing", "still_passing", "inconclusive", "unknown"
+    "newly_failing",
+    "worse_unconfirmed",
+    "newly_passing",
+    "still_failing",
+    "still_passing",
+    "inconclusive",
+    "unknown",
 ]
 
 
@@ -74,7 +88,20 @@ class ScenarioComparison(_Model):
     base: SideStats
     head: SideStats
     change: Change
+    # one-sided Fisher exact p that the candidate passes less often, and its Benjamini-Hochberg adjustment
+    # over the suite's scenarios that are not must-pass (None: not tested)
     fisher_p: float | None = None
+    fisher_p_adjusted: float | None = None
+    # why it is newly failing: "pass^k", "confirmed" (Wilson pass -> Wilson fail) or "significant"
+    evidence: str = ""
+    # smallest fall of this scenario's pass rate the per-scenario test flags with the policy's power,
+    # planned from (passed + 1/2) / (scored + 1) so that 5 of 5 is not taken for certain
+    detectable_drop: float | None = None
+    # the threshold cannot be confirmed at this k: what it needs (empty when it can, or for must-pass)
+    cant_tell: str = ""
+    second: SideStats | None = None  # the second baseline run, when given
+    flaky: bool = False
+    flaky_reason: str = ""
     problems: list[str] = Field(default_factory=list)  # blocking data problems (missing, short, no data)
 
 
@@ -92,6 +119,10 @@ class RateComparison(_Model):
     p_adjusted: float | None = None  # Holm across categories (equals p_value for ``overall``)
     exact: bool = False
     noise_magnitude: float | None = None
+    # smallest drop of this group's pass rate that rule 2 blocks on with the policy's power: significant
+    # (alpha shared by the categories, Holm's first step), beyond the tolerance and the noise floor;
+    # None when no drop is
+    detectable_drop: float | None = None
 
 
 class GradedComparison(_Model):
@@ -172,6 +203,12 @@ class Comparison(_Model):
     confidence: float
     noise: NoiseInfo | None = None
     minimum_detectable_drop: float | None = None
+    scenario_test: str = ""  # the per-scenario test that confirms "newly failing"
+    scenario_family: int = 0  # scenarios its p-values are adjusted over
+    # smallest fall of a scenario that passed every baseline attempt that the test flags; None: none can be
+    scenario_detectable_drop: float | None = None
+    # share of the baseline runs' disagreement (sum of per-scenario |rate difference|) on flaky scenarios
+    flaky_noise_share: float | None = None
     overall: RateComparison
     categories: list[RateComparison] = Field(default_factory=list)
     graded: list[GradedComparison] = Field(default_factory=list)
@@ -183,3 +220,8 @@ class Comparison(_Model):
     def by_change(self, change: Change, counted_only: bool = False) -> list[ScenarioComparison]:
         """Scenarios with one kind of change, in suite order."""
         return [s for s in self.scenarios if s.change == change and (s.counts or not counted_only)]
+
+    @property
+    def flaky(self) -> list[ScenarioComparison]:
+        """Scenarios whose two baseline runs disagree, in suite order (empty without a second baseline)."""
+        return [s for s in self.scenarios if s.flaky]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from replaygate.gate._comparison_model import Comparison
+from replaygate.gate._integrity import RunDigest
 
 __all__ = ["REPORT_FORMAT_VERSION", "RULE_TITLES", "Finding", "GateOutcome", "GateReport", "Rule"]
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION: Final = 1
 
 GateOutcome = Literal["pass", "needs-sign-off", "block"]
 Rule = Literal["data", "errors", "rule-1", "rule-2", "rule-3", "rule-4"]
@@ -21,7 +22,8 @@ RULE_TITLES: dict[str, str] = {
     "rule-1": "a newly failing must-pass scenario blocks (cannot be signed away)",
     "rule-2": "a significant graded drop beyond tolerance and above the noise floor blocks unless signed",
     "rule-3": "an improvement does not count if a guardrail worsens beyond tolerance (blocks unless signed)",
-    "rule-4": "every newly failing scenario must be marked read before signing",
+    "rule-4": "every newly failing scenario (passed before, fails now beyond noise) must be marked read "
+    "before signing",
 }
 
 
@@ -43,7 +45,7 @@ class GateReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: int = REPORT_FORMAT_VERSION
+    format_version: Literal[1] = REPORT_FORMAT_VERSION
     report_id: str
     created_at: str
     outcome: GateOutcome
@@ -52,10 +54,16 @@ class GateReport(BaseModel):
     notes: list[str] = Field(default_factory=list)  # informative: within noise, not significant, ...
     can_tell: bool = True  # False: the suite cannot detect a drop as small as the tolerance
     newly_failing: list[str] = Field(default_factory=list)
+    # looked worse without the evidence to confirm it at this k (no signature needed by itself)
+    worse_unconfirmed: list[str] = Field(default_factory=list)
+    # the two baseline runs disagree; share of the baselines' disagreement they carry (None: unknown)
+    flaky: list[str] = Field(default_factory=list)
+    flaky_noise_share: float | None = None
     policy: dict[str, Any]
     policy_hash: str
     policy_notes: list[str] = Field(default_factory=list)
     comparison: Comparison
+    run_digests: dict[str, RunDigest] = Field(default_factory=dict)  # by run label: run file and journal
 
     @property
     def rule1_fired(self) -> bool:

@@ -2,16 +2,16 @@
 
 Its hash (:func:`policy_hash`, the canonical ``content_hash`` of the parsed YAML mapping) is recorded in the
 run fingerprint when a run starts; :func:`is_wider` tells whether a policy given to the gate afterwards
-loosens any tolerance of the recorded one.
+loosens any tolerance of the recorded one. Every number is checked where it is read: NaN and infinity
+are refused, tolerances lie in [0, 1] (guardrail tolerances are at least 0), ``format_version`` is 1.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -20,6 +20,12 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_validator,
+)
+from replaygate.replay._bounded import (
+    MAX_YAML_BYTES,
+    load_yaml_bounded,
+    read_text_bounded,
+    validation_summary,
 )
 from replaygate.replay._runfile import content_hash
 
@@ -41,7 +47,7 @@ GUARDRAIL_NAMES = ("cost", "latency_p50", "latency_p95", "escalation_rate", "emp
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # NaN and inf refused
 
 
 class GuardrailTolerance(_Model):
@@ -108,6 +114,18 @@ class Tolerance(_Model):
                 raise ValueError(f"category {key!r}: tolerance must be in [0, 1], got {tol}")
         return value
 
+    @field_validator("metrics")
+    @classmethod
+    def _metric_tolerances(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, tol in value.items():
+            if not key.strip():
+                raise ValueError(
+                    "a metric tolerance needs a metric name (judge:<name> or retrieval:<metric>)"
+                )
+            if not 0 <= tol <= 1:  # also refuses NaN
+                raise ValueError(f"metric {key!r}: tolerance must be in [0, 1], got {tol}")
+        return value
+
     def for_category(self, name: str) -> float:
         """Tolerance of a ``tag_key=value`` category (``overall`` when unlisted)."""
         return self.categories.get(name, self.overall)
@@ -117,10 +135,34 @@ class Tolerance(_Model):
         return self.metrics.get(metric, self.overall)
 
 
-class Policy(_Model):
-    """The whole gate policy (YAML, ``extra`` keys are refused)."""
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
-    format_version: int = 1
+
+def _duration_seconds(value: Any) -> Any:
+    """``90``, ``"90s"``, ``"30m"``, ``"4h"``, ``"1d"`` to seconds (others are left for the type check)."""
+    if isinstance(value, bool):
+        raise ValueError(f"a duration like 90s, 30m, 4h or 1d, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        unit = _DURATION_UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            raise ValueError(f"a duration like 90s, 30m, 4h or 1d, got {value!r}") from None
+        return seconds
+    return value
+
+
+class Policy(_Model):
+    """The whole gate policy (YAML, ``extra`` keys are refused).
+
+    ``max_hold`` (seconds, or ``30m`` / ``4h`` / ``1d``; ``null`` for none): how long a canary step may
+    hold undecided before the canary notifies through its audit log and the page, and the time within
+    which a step's share must gather the traffic its rule needs.
+    """
+
+    format_version: Literal[1] = 1
     alpha: float = Field(default=0.05, gt=0, lt=1)
     tolerance: Tolerance = Tolerance()
     guardrails: GuardrailTolerances = GuardrailTolerances()
@@ -129,8 +171,14 @@ class Policy(_Model):
     n_resamples: int = Field(default=10_000, ge=100)
     seed: int = 0
     power: float = Field(default=0.8, gt=0, lt=1)
+    max_hold: float | None = Field(default=86_400.0, gt=0, allow_inf_nan=False)
 
     _source: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @field_validator("max_hold", mode="before")
+    @classmethod
+    def _max_hold(cls, value: Any) -> Any:
+        return _duration_seconds(value)
 
     @property
     def confidence(self) -> float:
@@ -158,10 +206,7 @@ def policy_from_mapping(data: Any, where: str = "policy") -> Policy:
     try:
         policy = Policy.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise PolicyError(f"{where}: invalid gate policy: {problems}") from None
+        raise PolicyError(f"{where}: invalid gate policy: {validation_summary(exc)}") from None
     policy._source = data
     return policy
 
@@ -173,16 +218,8 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
         PolicyError: the file is missing, not YAML, or not a valid policy (the message says which field).
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError(f"{p}: no such policy file") from None
-    except OSError as exc:
-        raise PolicyError(f"{p}: cannot read the policy file ({exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{p}: not valid YAML ({exc})") from None
+    text = read_text_bounded(p, what="policy file", error=PolicyError, max_bytes=MAX_YAML_BYTES)
+    data, _ = load_yaml_bounded(text, str(p), PolicyError)
     return policy_from_mapping(data, str(p))
 
 

@@ -1,10 +1,16 @@
 """The gate: turn a comparison and a policy into an outcome, each finding with its rule and its fix.
 
-Pure logic, no I/O. Rules: (1) a newly failing must-pass scenario blocks and cannot be signed away;
-(2) a graded drop beyond tolerance that is significant and above the noise floor blocks unless signed;
-(3) an improvement does not count if a guardrail worsens beyond tolerance (blocks unless signed);
-(4) every newly failing scenario must be marked read before signing. Errors block unless the policy's
-error budget allows them; a scenario missing from a run, or run fewer than k times, blocks.
+Pure logic, no I/O; one function per rule, each returning structured findings. Rules: (1) a newly
+failing must-pass scenario blocks and cannot be signed away; (2) a graded drop beyond tolerance that is
+significant and above the noise floor blocks unless signed; (3) an improvement does not count if a
+guardrail worsens beyond tolerance (blocks unless signed); (4) every newly failing scenario must be marked
+read before signing. Errors block unless the policy's error budget allows them; a scenario missing from
+a run, or run fewer than k times, blocks.
+
+"Newly failing" means passed before, fails now, beyond noise (see ``_scenario_change``). A scenario that
+only looks worse (``inconclusive`` -> ``fail`` at a k too small to confirm its threshold) is listed as
+"worse, not confirmed" and flaky scenarios (their two baseline runs disagree) are listed too; neither
+asks for a signature by itself.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from replaygate.gate._comparison_model import (
     GradedComparison,
     GuardrailComparison,
     RateComparison,
+    ScenarioComparison,
 )
 from replaygate.gate._errors import PolicyError, PolicyWidenedError
 from replaygate.gate._gate_model import Finding, GateOutcome, GateReport
+from replaygate.gate._integrity import verify_runs
 from replaygate.gate._policy import GuardrailTolerance, Policy, is_wider, policy_from_mapping, policy_hash
 
 __all__ = ["check_policy_against_runs", "evaluate_gate", "gate_runs", "make_report_id"]
@@ -219,44 +227,57 @@ def _headline(outcome: GateOutcome, c: Comparison, newly: int, must: int, can_te
     parts = [outcome.upper(), rate]
     if newly:
         parts.append(f"{newly} newly failing" + (f" ({must} must-pass)" if must else ""))
+    worse = len(c.by_change("worse_unconfirmed", counted_only=True))
+    if worse:
+        parts.append(f"{worse} worse, not confirmed at k={c.k}")
+    if c.flaky:
+        parts.append(f"{len(c.flaky)} flaky")
     if not can_tell:
         parts.append("can't tell small drops: the suite is too small")
     return "; ".join(parts)
 
 
-def evaluate_gate(
-    comparison: Comparison, policy: Policy, *, policy_notes: Sequence[str] = (), created_at: str | None = None
-) -> GateReport:
-    """Apply the gate rules to a comparison; return the outcome with every finding, its rule and its fix."""
-    c = comparison
+def _data_findings(c: Comparison) -> list[Finding]:
+    """A scenario missing from a run, short of attempts or with nothing scored blocks (never dropped)."""
+    return [
+        Finding(
+            rule="data",
+            severity="block",
+            signable=False,
+            subject=s.id,
+            message=problem + " (a scenario is never dropped from the comparison)",
+            fix="run every scenario k times in both runs (replaygate run --resume, or re-run)",
+        )
+        for s in c.scenarios
+        if s.counts
+        for problem in s.problems
+    ]
+
+
+def _counts(s: ScenarioComparison) -> str:
+    return f"baseline {s.base.passed}/{s.base.scored}, candidate {s.head.passed}/{s.head.scored}"
+
+
+def _rule1(newly: Sequence[ScenarioComparison]) -> list[Finding]:
+    """Rule 1: a newly failing must-pass scenario blocks, and nobody may sign it away."""
+    return [
+        Finding(
+            rule="rule-1",
+            severity="block",
+            signable=False,
+            subject=s.id,
+            message=f"must-pass scenario {s.id} newly fails ({_counts(s)}; every attempt must pass)",
+            fix=f"make {s.id} pass all {s.required_attempts} attempts again (cannot be signed away)",
+        )
+        for s in newly
+        if s.must_pass
+    ]
+
+
+def _rule2(c: Comparison, policy: Policy) -> tuple[list[Finding], list[str]]:
+    """Rule 2: a significant drop beyond tolerance and above the noise floor blocks unless signed."""
     findings: list[Finding] = []
     notes: list[str] = []
-    for problem in c.problems:
-        findings.append(
-            Finding(
-                rule="data",
-                severity="block",
-                signable=False,
-                subject=problem.split(":", 1)[0],
-                message=problem + " (a scenario is never dropped from the comparison)",
-                fix="run every scenario k times in both runs (replaygate run --resume, or re-run)",
-            )
-        )
-    findings.extend(_errors(c, policy))
-    newly = c.by_change("newly_failing", counted_only=True)
-    for s in newly:
-        counts = f"baseline {s.base.passed}/{s.base.scored}, candidate {s.head.passed}/{s.head.scored}"
-        if s.must_pass:
-            findings.append(
-                Finding(
-                    rule="rule-1",
-                    severity="block",
-                    signable=False,
-                    subject=s.id,
-                    message=f"must-pass scenario {s.id} newly fails ({counts}; every attempt must pass)",
-                    fix=f"make {s.id} pass all {s.required_attempts} attempts again (cannot be signed away)",
-                )
-            )
     noise_overall = c.noise.magnitude if c.noise is not None else None
     for g in [c.overall, *c.categories]:
         tol = policy.tolerance.overall if g.name == "overall" else policy.tolerance.for_category(g.name)
@@ -271,40 +292,99 @@ def evaluate_gate(
         f, note = _graded_drop(gg, tol, policy)
         findings.extend([f] if f else [])
         notes.extend([note] if note else [])
+    return findings, notes
+
+
+def _rule3(c: Comparison, policy: Policy, error_blocked: bool) -> tuple[list[Finding], list[str]]:
+    """Rule 3: an improvement does not count if a guardrail worsens beyond tolerance."""
+    findings: list[Finding] = []
+    notes: list[str] = []
     improved = c.overall.delta is not None and c.overall.delta > 0
-    error_blocked = any(f.rule == "errors" for f in findings)
     for gr in c.guardrails:
         if gr.name == "error_rate" and error_blocked:
             continue
         f, note = _guardrail(gr, policy, improved)
         findings.extend([f] if f else [])
         notes.extend([note] if note else [])
-    for s in newly:
-        findings.append(
-            Finding(
-                rule="rule-4",
-                severity="review",
-                signable=True,
-                subject=s.id,
-                message=(
-                    f"scenario {s.id} newly fails (baseline {s.base.passed}/{s.base.scored}, candidate "
-                    f"{s.head.passed}/{s.head.scored}, Fisher p{_p(s.fisher_p)}): a person must read it"
-                ),
-                fix=f"replaygate review REPORT {s.id} --by NAME --note '...'",
-            )
+    return findings, notes
+
+
+def _evidence(s: ScenarioComparison) -> str:
+    if s.evidence == "confirmed":
+        return "a confirmed pass became a confirmed fail"
+    if s.evidence == "significant":
+        return f"one-sided Fisher p{_p(s.fisher_p)}, Holm-adjusted p{_p(s.fisher_p_adjusted)}"
+    return "every baseline attempt passed, not every candidate attempt"
+
+
+def _rule4(newly: Sequence[ScenarioComparison]) -> list[Finding]:
+    """Rule 4: a person reads every newly failing scenario (passed before, fails now) before signing."""
+    return [
+        Finding(
+            rule="rule-4",
+            severity="review",
+            signable=True,
+            subject=s.id,
+            message=f"scenario {s.id} newly fails ({_counts(s)}; {_evidence(s)}): a person must read it",
+            fix=f"replaygate review REPORT {s.id} --by NAME --note '...'",
         )
+        for s in newly
+    ]
+
+
+def _cant_tell(c: Comparison, policy: Policy) -> str | None:
+    """The "can't tell" note: the suite cannot detect a drop as small as the tolerance."""
     mdd = c.minimum_detectable_drop
-    can_tell = mdd is not None and mdd <= policy.tolerance.overall + _EPS
-    if not can_tell:
-        size = f"{c.overall.scenarios} scenarios x k={c.k}"
-        detects = f"detects only drops of {mdd:.2f} or more" if mdd is not None else "cannot detect any drop"
-        notes.insert(
-            0,
-            f"can't tell: this suite ({size}) {detects} (power {policy.power:g}, alpha {policy.alpha:g}) but "
-            f"the tolerance is {policy.tolerance.overall:g}; a pass means no large regression, "
-            "not no regression. "
-            "Add scenarios or raise k",
-        )
+    if mdd is not None and mdd <= policy.tolerance.overall + _EPS:
+        return None
+    size = f"{c.overall.scenarios} scenarios x k={c.k}"
+    detects = f"detects only drops of {mdd:.2f} or more" if mdd is not None else "cannot detect any drop"
+    return (
+        f"can't tell: this suite ({size}) {detects} (power {policy.power:g}, alpha {policy.alpha:g}) but "
+        f"the tolerance is {policy.tolerance.overall:g}; a pass means no large regression, "
+        "not no regression. Add scenarios or raise k"
+    )
+
+
+def _scenario_notes(c: Comparison, policy: Policy) -> list[str]:
+    """What the per-scenario test can show at this k, and the scenarios it cannot confirm."""
+    notes = []
+    m = c.scenario_family
+    if m:
+        if c.scenario_detectable_drop is None:
+            notes.append(
+                f"per scenario ({c.scenario_test}, over {m}): at k={c.k} no single scenario's drop can be "
+                "confirmed, not even from every attempt passing to none; a confirmed pass -> fail "
+                "or a must-pass failure still counts. Raise k to confirm single scenarios"
+            )
+        else:
+            notes.append(
+                f"per scenario ({c.scenario_test}, over {m}): a scenario that passed every attempt is "
+                f"confirmed newly failing when its pass rate falls by {c.scenario_detectable_drop:.2f} or "
+                f"more (power {policy.power:g})"
+            )
+    unconfirmable = [s for s in c.scenarios if s.cant_tell]
+    if unconfirmable:
+        ids = ", ".join(s.id for s in unconfirmable[:10]) + (" ..." if len(unconfirmable) > 10 else "")
+        notes.append(f"can't tell for {len(unconfirmable)} scenario(s) ({ids}): {unconfirmable[0].cant_tell}")
+    return notes
+
+
+def evaluate_gate(
+    comparison: Comparison, policy: Policy, *, policy_notes: Sequence[str] = (), created_at: str | None = None
+) -> GateReport:
+    """Apply the gate rules to a comparison; return the outcome with every finding, its rule and its fix."""
+    c = comparison
+    newly = c.by_change("newly_failing", counted_only=True)
+    findings = [*_data_findings(c), *_errors(c, policy), *_rule1(newly)]
+    r2, notes = _rule2(c, policy)
+    r3, notes3 = _rule3(c, policy, any(f.rule == "errors" for f in findings))
+    findings += [*r2, *r3, *_rule4(newly)]
+    notes += notes3
+    cant_tell = _cant_tell(c, policy)
+    if cant_tell is not None:
+        notes.insert(0, cant_tell)
+    notes += _scenario_notes(c, policy)
     if c.noise is None:
         notes.append("no second baseline run: the noise floor is unknown (pass --baseline-2)")
     outcome: GateOutcome = (
@@ -315,11 +395,14 @@ def evaluate_gate(
         report_id=make_report_id(c, digest),
         created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         outcome=outcome,
-        headline=_headline(outcome, c, len(newly), sum(s.must_pass for s in newly), can_tell),
+        headline=_headline(outcome, c, len(newly), sum(s.must_pass for s in newly), cant_tell is None),
         findings=findings,
         notes=notes,
-        can_tell=can_tell,
+        can_tell=cant_tell is None,
         newly_failing=[s.id for s in newly],
+        worse_unconfirmed=[s.id for s in c.by_change("worse_unconfirmed", counted_only=True)],
+        flaky=[s.id for s in c.flaky],
+        flaky_noise_share=c.flaky_noise_share,
         policy=policy.model_dump(mode="json"),
         policy_hash=digest,
         policy_notes=list(policy_notes),
@@ -335,10 +418,16 @@ def gate_runs(
     *,
     paths: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> GateReport:
-    """Check the policy against the runs, compare them and apply the gate (what ``replaygate gate`` does)."""
+    """Check the runs' integrity and the policy against them, compare, apply the gate (``replaygate gate``).
+
+    Raises:
+        RunIntegrityError: a run is not the plan it records (see :mod:`._integrity`).
+    """
     runs = [("candidate", candidate), ("baseline", baseline)]
     if baseline_2 is not None:
         runs.append(("second baseline", baseline_2))
+    digests = verify_runs(runs, (paths[1], paths[0], paths[2]))  # integrity first: RunIntegrityError
     notes = check_policy_against_runs(policy, runs)
     comparison = compare_runs(baseline, candidate, baseline_2, policy, paths=paths)
-    return evaluate_gate(comparison, policy, policy_notes=notes)
+    report = evaluate_gate(comparison, policy, policy_notes=notes)
+    return report.model_copy(update={"run_digests": digests})

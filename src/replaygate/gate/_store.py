@@ -24,7 +24,7 @@ from replaygate.gate._gate_model import GateReport
 from replaygate.gate._signing import DecisionOutcome, check_review, check_signable
 from replaygate.store import Store
 from replaygate.store import metadata as store_metadata
-from replaygate.store._schema import gate_decisions, gate_reviews
+from replaygate.store._schema import gate_decisions, gate_reviews, gate_supersessions
 
 __all__ = ["DEFAULT_STORE", "DecisionStore", "Review", "SignedDecision", "resolve_store_url"]
 
@@ -58,6 +58,18 @@ class _DecisionRow(_Base):
     report_path: Mapped[str | None]
 
 
+class _SupersessionRow(_Base):
+    """A decision replaced by a later one (``sign --supersede``): audited, the old one stays listed."""
+
+    __table__ = gate_supersessions
+    superseded_id: Mapped[str]
+    by_id: Mapped[str]
+    report_id: Mapped[str]
+    signed_by: Mapped[str]
+    reason: Mapped[str]
+    at: Mapped[datetime]
+
+
 class Review(BaseModel):
     """A person marked a newly failing scenario read."""
 
@@ -86,13 +98,14 @@ class SignedDecision(BaseModel):
     candidate_target: str
     candidate_config_id: str
     report_path: str | None = None
+    superseded_by: str | None = None  # the decision that replaced this one (it can start nothing)
 
 
 def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _decision(row: _DecisionRow) -> SignedDecision:
+def _decision(row: _DecisionRow, superseded_by: str | None = None) -> SignedDecision:
     return SignedDecision.model_validate(
         {
             "id": row.id,
@@ -106,8 +119,16 @@ def _decision(row: _DecisionRow) -> SignedDecision:
             "candidate_target": row.candidate_target,
             "candidate_config_id": row.candidate_config_id,
             "report_path": row.report_path,
+            "superseded_by": superseded_by,
         }
     )
+
+
+def _superseded(session: Session, ids: list[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    rows = session.scalars(select(_SupersessionRow).where(_SupersessionRow.superseded_id.in_(ids))).all()
+    return {r.superseded_id: r.by_id for r in rows}
 
 
 def _config_id(fingerprint: dict[str, Any]) -> str:
@@ -187,14 +208,25 @@ class DecisionStore:
             ]
 
     def sign(
-        self, report: GateReport, *, signed_by: str, outcome: str, reason: str, report_path: str | None = None
+        self,
+        report: GateReport,
+        *,
+        signed_by: str,
+        outcome: str,
+        reason: str,
+        report_path: str | None = None,
+        supersede: bool = False,
     ) -> SignedDecision:
         """Store a signed decision after the rules allow it (see :func:`check_signable`).
 
         Idempotent: signing the same report with the same outcome, name and reason returns the stored one.
+        A report already signed otherwise is refused unless ``supersede``: then the new decision replaces
+        the current one (recorded with who, when and ``reason``; the old one stays listed, marked
+        ``superseded_by``, and can start nothing).
 
         Raises:
-            DecisionError: unread newly failing scenarios, a pass the gate does not allow, or a store failure.
+            DecisionError: unread newly failing scenarios, a pass the gate does not allow, a report signed
+                already (without ``supersede``), or a store failure.
         """
         if not signed_by.strip() or not reason.strip():
             raise DecisionError("a signed decision needs a name (--by) and a reason (--reason)")
@@ -202,18 +234,36 @@ class DecisionStore:
         c = report.comparison
         key = {"report": report.report_id, "outcome": outcome, "by": signed_by, "reason": reason}
         decision_id = "dec-" + content_hash(key).split(":", 1)[1][:16]
+        now = datetime.now(UTC)
         try:
             with Session(self._engine) as session, session.begin():
+                rows = session.scalars(
+                    select(_DecisionRow).where(_DecisionRow.report_id == report.report_id)
+                ).all()
+                gone = _superseded(session, [r.id for r in rows])
+                current = [r for r in rows if r.id not in gone]
                 existing = session.get(_DecisionRow, decision_id)
                 if existing is not None:
+                    if existing.id in gone:
+                        raise DecisionError(
+                            f"report {report.report_id}: decision {decision_id} was superseded by "
+                            f"{gone[existing.id]}; sign with a new reason to replace that one"
+                        )
                     return _decision(existing)
+                if current and not supersede:
+                    old = current[-1]
+                    raise DecisionError(
+                        f"report {report.report_id} is already signed: {old.outcome} by {old.signed_by} "
+                        f"(decision {old.id}); to replace that decision sign again with --supersede and "
+                        "a --reason saying why (audited; the old decision stays listed)"
+                    )
                 row = _DecisionRow(
                     id=decision_id,
                     report_id=report.report_id,
                     outcome=outcome,
                     signed_by=signed_by,
                     reason=reason,
-                    signed_at=datetime.now(UTC),
+                    signed_at=now,
                     baseline_fingerprint=c.baseline.fingerprint,
                     candidate_fingerprint=c.candidate.fingerprint,
                     candidate_target=str(c.candidate.fingerprint.get("target", "")),
@@ -221,6 +271,17 @@ class DecisionStore:
                     report_path=report_path,
                 )
                 session.add(row)
+                for old in current:
+                    session.add(
+                        _SupersessionRow(
+                            superseded_id=old.id,
+                            by_id=decision_id,
+                            report_id=report.report_id,
+                            signed_by=signed_by,
+                            reason=reason,
+                            at=now,
+                        )
+                    )
                 session.flush()
                 return _decision(row)
         except SQLAlchemyError as exc:
@@ -230,12 +291,23 @@ class DecisionStore:
         """One signed decision by id (None when unknown)."""
         with Session(self._engine) as session:
             row = session.get(_DecisionRow, decision_id)
-            return _decision(row) if row is not None else None
+            if row is None:
+                return None
+            return _decision(row, _superseded(session, [row.id]).get(row.id))
 
-    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[SignedDecision]:
-        """Signed decisions, newest first, optionally only some outcomes."""
+    def list_decisions(
+        self, outcomes: list[str] | tuple[str, ...] | None = None, *, include_superseded: bool | None = None
+    ) -> list[SignedDecision]:
+        """Signed decisions, newest first, optionally only some outcomes.
+
+        Superseded decisions are listed (marked ``superseded_by``) when no outcome is asked for, and left
+        out when some are (what can start a canary); ``include_superseded`` decides explicitly.
+        """
+        keep_old = outcomes is None if include_superseded is None else include_superseded
         with Session(self._engine) as session:
             query = select(_DecisionRow).order_by(_DecisionRow.signed_at.desc(), _DecisionRow.id)
             if outcomes:
                 query = query.where(_DecisionRow.outcome.in_(list(outcomes)))
-            return [_decision(r) for r in session.scalars(query).all()]
+            rows = session.scalars(query).all()
+            gone = _superseded(session, [r.id for r in rows])
+            return [_decision(r, gone.get(r.id)) for r in rows if keep_old or r.id not in gone]

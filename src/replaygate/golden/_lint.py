@@ -15,6 +15,7 @@ from replaygate.golden._errors import GoldenError
 from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._lifecycle import lock_status, today_utc
 from replaygate.golden._lock import LockEntry
+from replaygate.stats import threshold_note
 
 __all__ = ["LintProblem", "lint", "top_level_line"]
 
@@ -60,6 +61,14 @@ def _scenario_problems(path: Path, s: Scenario, today: dt.date) -> list[LintProb
             f"{s.id}'s quarantine expired on {s.status.until}; fix it and `scenarios reactivate`, or "
             "quarantine it again with a new --until and reason",
         )
+    if not s.must_pass:
+        note = threshold_note(s.threshold, s.repeats)
+        if note:
+            add(
+                "threshold",
+                "warning",
+                f"{s.id}: {note} (lower the threshold, raise repeats or make it must_pass)",
+            )
     if not s.checks and not s.judges:
         add("checks", "warning", f"{s.id} has no checks or judges: only errors and empty answers can fail it")
     if any(getattr(c, "suggested", False) for c in s.checks):
@@ -121,11 +130,16 @@ def lint(golden: GoldenSet, today: dt.date | None = None) -> list[LintProblem]:
         problems.append(LintProblem(f"{golden.lock_path}:1", "error", str(exc)))
         lock = {}
     files = golden.files()
+    locked = lock is not None
     if lock is None:
         if files:
             problems.append(
                 LintProblem(
-                    f"{golden.lock_path}:0", "error", "no golden.lock; run `replaygate scenarios lock`"
+                    f"{golden.lock_path}:0",
+                    "warning",
+                    "no golden.lock yet: the scenarios were checked, their integrity is not; once they "
+                    f"lint clean, run `replaygate scenarios lock --golden {golden.path}` to create it "
+                    "(and commit it with them)",
                 )
             )
         lock = {}
@@ -156,7 +170,7 @@ def lint(golden: GoldenSet, today: dt.date | None = None) -> list[LintProblem]:
                 )
             traces[s.source_trace] = s.id
         problems.extend(_scenario_problems(path, s, day))
-        found = _lock_problem(path, s, lock.get(s.id), golden.lock_path)
+        found = _lock_problem(path, s, lock.get(s.id), golden.lock_path) if locked else None
         if found is not None:
             problems.append(found)
     for scenario_id in sorted(set(lock) - set(seen)):

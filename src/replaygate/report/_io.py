@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
+from replaygate.replay._bounded import check_format_version, load_json_bounded, validation_summary
 from replaygate.replay._scenario_io import write_atomic
 
 from replaygate.gate import REPORT_FORMAT_VERSION, GateError, GateReport
@@ -76,16 +76,13 @@ def load_report(path: str | os.PathLike[str]) -> GateReport:
         GateError: missing, unreadable, another format version, or invalid.
     """
     p = report_path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GateError(f"{p}: no such report (run replaygate gate --out DIR first)") from None
-    except (OSError, ValueError) as exc:
-        raise GateError(f"{p}: not a readable JSON report ({exc})") from None
-    if not isinstance(raw, dict) or raw.get("format_version") != REPORT_FORMAT_VERSION:
-        version = raw.get("format_version") if isinstance(raw, dict) else None
-        raise GateError(f"{p}: report format_version {version!r} is not {REPORT_FORMAT_VERSION}")
+    if not p.exists():
+        raise GateError(f"{p}: no such report (run replaygate gate --out DIR first)")
+    raw = load_json_bounded(p, what="gate report", error=GateError)
+    if not isinstance(raw, dict):
+        raise GateError(f"{p}: a gate report is a JSON object")
+    check_format_version(raw, REPORT_FORMAT_VERSION, p, "report", GateError)
     try:
         return GateReport.model_validate(raw)
     except ValidationError as exc:
-        raise GateError(f"{p}: invalid report: {exc}") from None
+        raise GateError(f"{p}: invalid report: {validation_summary(exc)}") from None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from replaygate.gate import RULE_TITLES, Comparison, GateReport
+from collections import Counter
+from typing import get_args
+
+from replaygate.gate import RULE_TITLES, Change, Comparison, GateReport
 
 __all__ = ["render_comparison_markdown", "render_markdown"]
 
@@ -50,9 +53,11 @@ def render_comparison_markdown(c: Comparison, *, title: str = "Comparison") -> s
         f"candidate {c.errors.head_errors}/{c.errors.head_attempts}",
         "",
     ]
-    changes = ("newly_failing", "newly_passing", "still_failing", "still_passing", "inconclusive", "unknown")
-    counts = {ch: len(c.by_change(ch)) for ch in changes}  # type: ignore[arg-type]
-    lines.append("Scenarios: " + ", ".join(f"{n} {ch.replace('_', ' ')}" for ch, n in counts.items() if n))
+    counts = Counter(s.change for s in c.scenarios)
+    lines.append(
+        "Scenarios: "
+        + ", ".join(f"{counts[ch]} {ch.replace('_', ' ')}" for ch in get_args(Change) if counts[ch])
+    )
     lines.append("")
     if c.problems:
         lines += ["**Data problems (block):**", *[f"- {_cell(p)}" for p in c.problems], ""]
@@ -87,9 +92,23 @@ def render_comparison_markdown(c: Comparison, *, title: str = "Comparison") -> s
         )
     notes = [gr.note for gr in c.guardrails if gr.note]
     lines += [*(f"\n_{_cell(n)}_" for n in notes), ""]
-    moved = [s for s in c.scenarios if s.change in ("newly_failing", "newly_passing", "unknown")]
+    moved = [
+        s
+        for s in c.scenarios
+        if s.change in ("newly_failing", "worse_unconfirmed", "newly_passing", "unknown")
+    ]
+    if c.scenario_family:
+        drop = "none" if c.scenario_detectable_drop is None else f"{c.scenario_detectable_drop:.2f}"
+        lines += [
+            f"Per scenario: {c.scenario_test} (over {c.scenario_family}); smallest drop it confirms from a "
+            f"scenario that passed every attempt: {drop}",
+            "",
+        ]
     if moved:
-        lines += ["| scenario | change | baseline | candidate | Fisher p |", "|---|---|---:|---:|---:|"]
+        lines += [
+            "| scenario | change | baseline | candidate | Fisher p (one-sided) |",
+            "|---|---|---:|---:|---:|",
+        ]
         for s in moved[:_MAX_ROWS]:
             mp = " (must-pass)" if s.must_pass else ""
             lines.append(
@@ -99,6 +118,49 @@ def render_comparison_markdown(c: Comparison, *, title: str = "Comparison") -> s
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _worse_and_flaky(r: GateReport) -> list[str]:
+    """The two lists that ask for no signature: worse but not confirmed at this k, and flaky scenarios."""
+    c = r.comparison
+    by_id = {s.id: s for s in c.scenarios}
+    lines = [f"### Worse, not confirmed at k={c.k}", ""]
+    if r.worse_unconfirmed:
+        lines += [
+            "_Looked worse, but the evidence cannot confirm it at this k; no signature needed for these._",
+            "",
+        ]
+        for sid in r.worse_unconfirmed[:_MAX_LIST]:
+            s = by_id[sid]
+            why = f" — {_cell(s.cant_tell)}" if s.cant_tell else ""
+            lines.append(
+                f"- `{_cell(sid)}`: {s.base.verdict} {s.base.passed}/{s.base.scored} → {s.head.verdict} "
+                f"{s.head.passed}/{s.head.scored} (Fisher p{_peq(s.fisher_p)}){why}"
+            )
+        if len(r.worse_unconfirmed) > _MAX_LIST:
+            lines.append(f"- … and {len(r.worse_unconfirmed) - _MAX_LIST} more (see report.html)")
+    else:
+        lines.append("- none")
+    lines += ["", "### Flaky (the two baseline runs disagree)", ""]
+    if c.noise_run is None:
+        lines.append("- unknown: no second baseline run (pass --baseline-2)")
+    elif r.flaky:
+        share = (
+            ""
+            if r.flaky_noise_share is None
+            else f", carrying {r.flaky_noise_share:.0%} of the disagreement between the baseline runs"
+        )
+        lines += [
+            f"{len(r.flaky)} of {len(c.scenarios)} scenarios are flaky{share}. Quarantine each with an "
+            "owner and a date (`replaygate scenarios quarantine ID --owner NAME --until YYYY-MM-DD "
+            "--reason ...`) or raise its repeats.",
+            "",
+        ]
+        lines += [f"- `{_cell(sid)}`: {_cell(by_id[sid].flaky_reason)}" for sid in r.flaky[:_MAX_LIST]]
+    else:
+        lines.append("- none")
+    lines.append("")
+    return lines
 
 
 def render_markdown(report: GateReport) -> str:
@@ -116,6 +178,16 @@ def render_markdown(report: GateReport) -> str:
     ]
     if not r.can_tell:
         lines += ["> **Can't tell:** " + _cell(r.notes[0].removeprefix("can't tell: ")), ""]
+    cant: dict[str, list[str]] = {}
+    for s in r.comparison.scenarios:
+        if s.cant_tell:
+            cant.setdefault(s.cant_tell, []).append(s.id)
+    if cant:
+        lines += ["> **Can't tell per scenario:**", ">"]
+        for note, ids in list(cant.items())[:_MAX_ROWS]:
+            shown = ", ".join(f"`{_cell(i)}`" for i in ids[:20]) + (" …" if len(ids) > 20 else "")
+            lines.append(f"> - {shown}: {_cell(note)}")
+        lines.append("")
     if r.newly_failing:
         lines += ["### Newly failing", ""]
         by_id = {s.id: s for s in r.comparison.scenarios}
@@ -130,6 +202,7 @@ def render_markdown(report: GateReport) -> str:
         if len(r.newly_failing) > _MAX_LIST:
             lines.append(f"- … and {len(r.newly_failing) - _MAX_LIST} more (see report.html)")
         lines.append("")
+    lines += _worse_and_flaky(r)
     blocking = [f for f in r.findings if f.severity == "block"]
     if blocking or any(f.severity == "review" for f in r.findings):
         lines += [

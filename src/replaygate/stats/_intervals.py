@@ -8,7 +8,17 @@ from typing import Literal
 
 from scipy.stats import norm
 
-__all__ = ["Verdict", "pass_at_k", "pass_hat_k", "scenario_verdict", "wilson_interval", "z_value"]
+__all__ = [
+    "Verdict",
+    "min_repeats_to_fail",
+    "min_repeats_to_pass",
+    "pass_at_k",
+    "pass_hat_k",
+    "scenario_verdict",
+    "threshold_note",
+    "wilson_interval",
+    "z_value",
+]
 
 Verdict = Literal["pass", "fail", "inconclusive"]
 
@@ -72,8 +82,7 @@ def scenario_verdict(
     inconclusive (the suite needs more attempts to tell). No attempts at all is inconclusive.
     """
     _check_counts(successes, n)
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+    _check_threshold(threshold)
     if n == 0:
         return "inconclusive"
     if must_pass:
@@ -84,3 +93,73 @@ def scenario_verdict(
     if high < threshold:
         return "fail"
     return "inconclusive"
+
+
+def _check_threshold(threshold: float) -> None:
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+
+
+def min_repeats_to_pass(threshold: float, confidence: float = 0.95, limit: int = 100_000) -> int | None:
+    """Fewest attempts at which a scenario that passes every one is confirmed at or above ``threshold``.
+
+    The Wilson lower bound of ``n`` out of ``n`` is ``n / (n + z^2)``, so a threshold of 0.8 needs 16
+    attempts at 95%: with fewer, the verdict can only be ``inconclusive`` or ``fail``. None when no count
+    up to ``limit`` reaches it (a threshold of 1.0).
+    """
+    _check_threshold(threshold)
+    if threshold <= 0.0:
+        return 1
+    if threshold >= 1.0:
+        return None
+    z2 = z_value(confidence) ** 2
+    guess = max(1, math.ceil(threshold * z2 / (1.0 - threshold)) - 1)
+    for n in range(guess, limit + 1):  # the closed form, confirmed with the interval itself
+        if wilson_interval(n, n, confidence)[0] >= threshold:
+            return n
+    return None
+
+
+def min_repeats_to_fail(threshold: float, confidence: float = 0.95, limit: int = 100_000) -> int | None:
+    """Fewest attempts at which a scenario that fails every one is confirmed below ``threshold``.
+
+    The Wilson upper bound of 0 out of ``n`` is ``z^2 / (n + z^2)``: a threshold of 0.2 needs 16 attempts
+    at 95%, and below that a scenario can only be ``inconclusive`` or ``pass``. None for a threshold of 0.
+    """
+    _check_threshold(threshold)
+    if threshold <= 0.0:
+        return None
+    z2 = z_value(confidence) ** 2
+    guess = max(1, math.floor(z2 * (1.0 - threshold) / threshold))
+    for n in range(guess, limit + 1):
+        if wilson_interval(0, n, confidence)[1] < threshold:
+            return n
+    return None
+
+
+def threshold_note(threshold: float, repeats: int, confidence: float = 0.95) -> str:
+    """Say when a threshold cannot be confirmed (or refuted) at ``repeats`` attempts; "" when it can.
+
+    E.g. "threshold 0.8 needs at least 16 repeats to be confirmed at 95%; at 5 it can only be
+    inconclusive or fail".
+    """
+    _check_threshold(threshold)
+    level = f"{confidence:.0%}"
+    to_pass = min_repeats_to_pass(threshold, confidence)
+    if to_pass is None:
+        return (
+            f"threshold {threshold:g} can never be confirmed by a {level} interval; make the scenario "
+            "must_pass (every attempt must pass) or lower the threshold"
+        )
+    if repeats < to_pass:
+        return (
+            f"threshold {threshold:g} needs at least {to_pass} repeats to be confirmed at {level}; at "
+            f"{repeats} it can only be inconclusive or fail"
+        )
+    to_fail = min_repeats_to_fail(threshold, confidence)
+    if to_fail is not None and repeats < to_fail:
+        return (
+            f"threshold {threshold:g} needs at least {to_fail} repeats to be refuted at {level}; at "
+            f"{repeats} it can only be inconclusive or pass"
+        )
+    return ""

@@ -43,18 +43,22 @@ def minimum_detectable_drop(
     power: float = 0.8,
     n_sims: int = 200,
     seed: int = 0,
+    beyond: float = 0.0,
 ) -> float | None:
     """Smallest suite-level drop in pass rate this suite, with its k, detects with the given power.
 
     Simulated from the baseline's per-scenario rates: a drop ``d`` lowers every scenario's rate in
     proportion to it (the suite mean falls by exactly ``d``); both runs are drawn binomially and tested
-    with the normal approximation of the paired permutation test. Returns None when even losing every
-    pass would not be detected, or when the baseline passes nothing.
+    with the normal approximation of the paired permutation test. With ``beyond`` (a tolerance, a noise
+    floor) a detection also needs the observed drop to exceed it, as the gate's rule 2 does. Returns None
+    when even losing every pass would not be detected, or when the baseline passes nothing.
     """
     if not base:
         raise ValueError("no scenarios")
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError("alpha and power must be in (0, 1)")
+    if beyond < 0:
+        raise ValueError(f"beyond must be at least 0, got {beyond!r}")
     s = np.array([c for c, _ in base], dtype=float)
     n = np.array([a for _, a in base], dtype=np.int64)
     if (n <= 0).any():
@@ -75,6 +79,7 @@ def minimum_detectable_drop(
     u_head = rng.random((n_sims, p.size, k_max))
     xb = ((u_base < p[None, :, None]) & attempt_mask).sum(axis=2)
     half_step = 1.0 / (p.size * k_max)
+    z_crit = float(norm.isf(alpha / 2))
 
     def power_at(drop: float) -> float:
         q = np.clip(p * (1.0 - drop / mean), 0.0, 1.0)
@@ -90,8 +95,8 @@ def minimum_detectable_drop(
         magnitude = np.maximum(np.abs(delta) - half_step, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(sd > 0, magnitude / sd, np.where(magnitude > 0, np.inf, 0.0))
-        pvals = 2 * norm.sf(z)
-        return float(((pvals < alpha) & (delta < 0)).mean())
+        # 2 * norm.sf(z) < alpha, without computing the p-values
+        return float(((z > z_crit) & (delta < -beyond - 1e-12)).mean())
 
     if power_at(float(drops[-1])) < power:
         return None

@@ -14,6 +14,7 @@ from replaygate.stats._intervals import wilson_interval
 __all__ = [
     "ProportionDiff",
     "RankTest",
+    "bh_adjust",
     "fisher_exact_per_scenario",
     "holm_adjust",
     "mann_whitney",
@@ -64,6 +65,22 @@ def holm_adjust(p_values: Sequence[float]) -> list[float]:
     for rank, i in enumerate(order):
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         adjusted[i] = running
+    return adjusted
+
+
+def bh_adjust(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg step-up adjustment (false discovery rate), returned in the input order.
+
+    Matches ``scipy.stats.false_discovery_control(p, method="bh")``. With no real change anywhere it
+    controls the chance of any discovery at alpha, like Holm; with many real changes it finds them all.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i], reverse=True)
+    adjusted = [0.0] * m
+    running = 1.0
+    for rank, i in enumerate(order):
+        running = min(running, m * p_values[i] / (m - rank))  # m - rank: the BH rank of p_values[i]
+        adjusted[i] = min(1.0, running)
     return adjusted
 
 

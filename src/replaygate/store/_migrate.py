@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STORE_SCHEMA_VERSION", "TRACE_SCHEMA_VERSION", "append_only_ddl", "migrate", "versions"]
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 _LOCK_KEY = 0x7265706C  # "repl": the advisory lock of migrations on PostgreSQL
 
 
@@ -81,8 +81,9 @@ def _migrate_traces_postgres(conn: Connection, version: int) -> None:
 
 
 def _migrate_control(conn: Connection, dialect: str, version: int) -> None:
-    if version < 1:
-        # v1: the canary and gate tables (stores made before versioning already have them: kept as they are)
+    if version < STORE_SCHEMA_VERSION:
+        # v1: the canary and gate tables (stores made before versioning already have them: kept as they
+        # are); v2: gate_supersessions. Creating what is missing brings any older store up to date.
         metadata.create_all(conn, tables=list(CONTROL_TABLES))
         for table in APPEND_ONLY_TABLES:
             for statement in append_only_ddl(dialect, table):

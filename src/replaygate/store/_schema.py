@@ -32,6 +32,7 @@ __all__ = [
     "canary_state",
     "gate_decisions",
     "gate_reviews",
+    "gate_supersessions",
     "metadata",
     "store_schema",
     "trace_drops",
@@ -170,8 +171,18 @@ gate_decisions = Table(
     Column("candidate_config_id", String(256), nullable=False),
     Column("report_path", Text, nullable=True),
 )
+gate_supersessions = Table(
+    "gate_supersessions",
+    metadata,
+    Column("superseded_id", String(64), primary_key=True),
+    Column("by_id", String(64), nullable=False, index=True),
+    Column("report_id", String(64), nullable=False, index=True),
+    Column("signed_by", String(256), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+)
 
 TRACE_TABLES = (trace_schema, trace_spans, trace_traces, trace_feedback, trace_drops)
-CONTROL_TABLES = (store_schema, canary_state, canary_audit, gate_reviews, gate_decisions)
+CONTROL_TABLES = (store_schema, canary_state, canary_audit, gate_reviews, gate_decisions, gate_supersessions)
 #: Tables that refuse UPDATE and DELETE (triggers on SQLite and PostgreSQL).
 APPEND_ONLY_TABLES = ("canary_audit",)

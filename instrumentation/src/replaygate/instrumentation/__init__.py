@@ -84,8 +84,24 @@ candidate) to serve and records it on the agent span; ``RoutingClient`` / ``conf
 canary state (see ``replaygate.instrumentation._routing``; env ``REPLAYGATE_CANARY_SOURCE``,
 ``REPLAYGATE_CANARY_REFRESH_S``).
 
+Capture by trace: ``with capture() as cap:`` runs the block in a trace of its own and keeps that trace's
+spans (``cap.spans``, ``cap.summary``) from every provider replaygate watches (the global one and those
+given to ``configure``; ``watch(provider)`` adds another), whichever library made them. Captures running
+at once each get their own spans; production export keeps running, and captured traces stay out of it.
+This is how ``replaygate run`` captures each attempt.
+
 For the replay engine: ``SpanCollector`` is a span processor keeping finished spans per trace
 (``pop(trace_id)``) as ``SpanRecord``; ``summarize_spans`` turns them into a ``TraceSummary``.
+
+Spans of any producer: ``normalize_span(span)`` reads one finished span — an SDK ``ReadableSpan``, a
+``SpanRecord``, or a plain attribute mapping with its name, ids, times and status (spans decoded from OTLP
+or read from another tool's API; ``span_record(...)`` builds the record from such fields) — in any of the
+dialects teams already emit: the OpenTelemetry GenAI conventions (current and deprecated names),
+OpenInference and OpenLLMetry. It returns a ``NormalizedSpan``: the record, its kind and the facts of that
+kind (``AgentRun``, ``LlmCall``, ``ToolCall``, ``Retrieval``, the error). The store, replay capture, the run
+summary and ``replaygate trace`` all read spans through it; ``is_content_attribute(name)`` says which
+attributes carry text (hashed when capture is off). Read other producers' spans through these, never by
+attribute name.
 """
 
 from replaygate.instrumentation._agent import (
@@ -100,6 +116,15 @@ from replaygate.instrumentation._configure import configure, health, shutdown
 from replaygate.instrumentation._context import run_in_context, wrap_for_executor
 from replaygate.instrumentation._errors import InstrumentationError, ReplaygateError, StoreError
 from replaygate.instrumentation._feedback import record_feedback
+from replaygate.instrumentation._normalize import (
+    AgentRun,
+    NormalizedSpan,
+    Retrieval,
+    is_content_attribute,
+    normalize_span,
+    span_record,
+    span_to_record,
+)
 from replaygate.instrumentation._records import (
     FAILURE_REASONS,
     Chunk,
@@ -113,16 +138,21 @@ from replaygate.instrumentation._routing import RoutingClient, Variant, choose_v
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
-from replaygate.instrumentation._summary import span_to_record, summarize_spans
+from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
+from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch
 from replaygate.instrumentation.version import __version__
 
 __all__ = [
     "FAILURE_REASONS",
+    "AgentRun",
+    "CaptureResult",
     "Chunk",
     "InstrumentationError",
     "LlmCall",
+    "NormalizedSpan",
     "ReplaygateError",
+    "Retrieval",
     "RoutingClient",
     "SpanCollector",
     "SpanRecord",
@@ -135,20 +165,24 @@ __all__ = [
     "Variant",
     "__version__",
     "annotate_agent",
+    "capture",
     "choose_variant",
     "configure",
     "configure_routing",
     "current_trace_id",
     "health",
+    "is_content_attribute",
     "llm_call",
     "mark_clarification",
     "mark_escalation",
     "mark_failure",
+    "normalize_span",
     "record_feedback",
     "record_retrieval",
     "retrieval",
     "run_in_context",
     "shutdown",
+    "span_record",
     "span_to_record",
     "summarize_spans",
     "tool_call",
@@ -156,5 +190,6 @@ __all__ = [
     "trace_llm",
     "trace_retriever",
     "trace_tool",
+    "watch",
     "wrap_for_executor",
 ]

@@ -9,9 +9,9 @@ from collections import OrderedDict
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from replaygate.instrumentation._health import fault
+from replaygate.instrumentation._normalize import span_to_record
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._spancopy import derived_attributes
-from replaygate.instrumentation._summary import span_to_record
 
 __all__ = ["SpanCollector"]
 

@@ -30,6 +30,7 @@ from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._health import HEALTH, fault, logger
 from replaygate.instrumentation._redaction import Redactor
 from replaygate.instrumentation._spancopy import transform_span
+from replaygate.instrumentation._trace_routes import is_captured, route_end, route_start
 
 __all__ = ["MAX_HELD_TRACES", "ExportSink", "Pipeline", "Slot", "failure_signal", "sample_bound"]
 
@@ -256,7 +257,7 @@ class Pipeline(SpanProcessor):
         if self._scope is None or self._stopped:
             return
         try:
-            if self._ours(span):
+            if self._ours(span) and not is_captured(span.context.trace_id):
                 trace_id = span.context.trace_id
                 with self._lock:
                     self._active[trace_id] = self._active.get(trace_id, 0) + 1
@@ -265,8 +266,8 @@ class Pipeline(SpanProcessor):
 
     def _keep(self, span: ReadableSpan) -> bool:
         context = span.context
-        if context is None:
-            return False
+        if context is None or is_captured(context.trace_id):
+            return False  # a captured trace (a replay attempt) is not production traffic
         if self._scope is not None:
             trace_id = context.trace_id
             if self._ours(span):
@@ -355,7 +356,9 @@ class Pipeline(SpanProcessor):
 
 
 class Slot(SpanProcessor):
-    """Attached once to a TracerProvider; forwards to the current pipeline (None detaches it).
+    """Attached once to a TracerProvider; routes captured traces' spans and forwards to the current pipeline.
+
+    ``pipeline`` None exports nothing (the spans of captured traces are still routed to their capture).
 
     SDK providers cannot remove a processor, so re-configuring swaps what the slot forwards to.
     """
@@ -364,11 +367,13 @@ class Slot(SpanProcessor):
         self.pipeline: Pipeline | None = None
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        route_start(span)
         pipeline = self.pipeline
         if pipeline is not None:
             pipeline.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
+        route_end(span)  # a span of a captured trace (replay) goes to its capture
         pipeline = self.pipeline
         if pipeline is not None:
             pipeline.on_end(span)

@@ -1,8 +1,11 @@
 """``record_feedback``: user feedback arriving later (from another process or machine), by trace id.
 
-The feedback goes to the store (a SQLite file this process can open) or, from any machine, to the
+It is stored in the store (a SQLite file this process can open) or, from any machine, sent to the
 receiver's HTTP endpoint: ``store="http://collector:4318"`` (or ``REPLAYGATE_FEEDBACK_URL``) posts it to
-``/v1/feedback`` of ``replaygate collect`` with the bearer token ``REPLAYGATE_COLLECT_TOKEN``.
+``/v1/feedback`` of ``replaygate collect`` with the bearer token ``REPLAYGATE_COLLECT_TOKEN``. When traces
+also go there, it is written to Langfuse (a ``user-feedback`` score) and Phoenix (a ``user-feedback``
+trace annotation), so a thumbs-down shows where the team looks and
+``replaygate failures --source langfuse|phoenix`` finds it.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ def record_feedback(
     store: str | os.PathLike[str] | None = None,
     *,
     timeout_s: float = 5.0,
+    langfuse: bool | None = None,
+    phoenix: bool | None = None,
 ) -> None:
     """Store feedback on a trace; a negative score makes it a failure candidate (``negative_feedback``).
 
@@ -56,18 +61,33 @@ def record_feedback(
         score: a float in [-1, 1] or a bool (thumbs up / down).
         comment: the user's comment, if any.
         store: the store path, or the ``http(s)://`` URL of ``replaygate collect`` (default:
-            ``REPLAYGATE_FEEDBACK_URL``, else ``REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``).
-        timeout_s: the HTTP request's timeout.
+            ``REPLAYGATE_FEEDBACK_URL``, else ``REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``);
+            ``off`` keeps it out of the store.
+        timeout_s: the HTTP request's timeout (to ``replaygate collect``).
+        langfuse: also write a Langfuse score (default: when ``LANGFUSE_PUBLIC_KEY``/``_SECRET_KEY`` are set).
+        phoenix: also write a Phoenix annotation (default: when ``PHOENIX_COLLECTOR_ENDPOINT`` is set).
 
     Raises:
-        StoreError: the store cannot be opened or written (or the receiver refused), or the score is out
-            of range.
+        StoreError: the store cannot be opened or written (or the receiver refused it), or the score is
+            out of range.
+        InstrumentationError: Langfuse or Phoenix could not be reached or refused it (the store has it).
     """
+    from replaygate.instrumentation import _feedback_sinks as sinks
+    from replaygate.instrumentation._store import TraceStore
+
+    value = (1.0 if score else -1.0) if isinstance(score, bool) else score
     target = os.fspath(store) if store is not None else os.environ.get(FEEDBACK_URL_ENV)
     if target is not None and target.startswith(("http://", "https://")):
         _post(target, trace_id, score, comment, timeout_s)
-        return
-    from replaygate.instrumentation._store import TraceStore
-
-    with TraceStore(target) as trace_store:
-        trace_store.record_feedback(trace_id, score, comment)
+    elif target is None or str(target).strip().lower() != "off":
+        with TraceStore(target) as trace_store:
+            trace_store.record_feedback(trace_id, score, comment)
+    elif not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
+        raise StoreError(
+            f"feedback score {score!r} for trace {trace_id} must be a number in [-1, 1] or a bool"
+        )
+    trace = str(trace_id).strip().lower().removeprefix("0x")
+    if sinks.langfuse_configured() if langfuse is None else langfuse:
+        sinks.send_langfuse(trace, float(value), comment)
+    if sinks.phoenix_configured() if phoenix is None else phoenix:
+        sinks.send_phoenix(trace, float(value), comment)

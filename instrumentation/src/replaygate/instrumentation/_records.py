@@ -79,13 +79,18 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class LlmCall:
-    """One LLM call; token counts are None when the provider did not report them."""
+    """One LLM call; token counts are None when the provider did not report them.
+
+    ``cost_usd`` is the cost the span itself reported (``gen_ai.usage.cost``, OpenInference's
+    ``llm.cost.total``), None when it carried none; replay prices calls with genai-prices otherwise.
+    """
 
     model: str | None
     provider: str | None
     input_tokens: int | None
     output_tokens: int | None
     latency_s: float
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)

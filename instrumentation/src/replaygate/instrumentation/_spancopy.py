@@ -7,7 +7,6 @@ when nothing needs changing (no match, capture on), so the common case costs one
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,33 +15,18 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Status
 from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._encoding import content_hash, message_json
+from replaygate.instrumentation._normalize import is_content_attribute, is_content_event_attribute
 from replaygate.instrumentation._redaction import Redactor
 
-__all__ = ["CONTENT_ATTRIBUTES", "derived_attributes", "is_content_attribute", "transform_span"]
-
-#: Attributes that hold conversation text, retrieved text or tool payloads.
-CONTENT_ATTRIBUTES = frozenset(
-    {
-        sc.OI_INPUT_VALUE,
-        sc.OI_OUTPUT_VALUE,
-        sc.INPUT_MESSAGES,
-        sc.OUTPUT_MESSAGES,
-        sc.TOOL_CALL_ARGUMENTS,
-        sc.TOOL_CALL_RESULT,
-        sc.RG_RETRIEVAL_QUERY,
-        sc.RG_FAILURE_REASON,
-        sc.RG_ESCALATION_REASON,
-        "gen_ai.system_instructions",
-    }
-)
-_DOC_CONTENT = re.compile(r"^retrieval\.documents\.\d+\.document\.(?:content|metadata)$")
+__all__ = ["derived_attributes", "is_content_attribute", "transform_span"]
 
 
 def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """GenAI attributes an agent span implies but the decorator leaves to the exporters to write.
 
     ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (from ``input.value`` / ``output.value``) and
-    ``gen_ai.conversation.id`` (from ``session.id``) are built off the agent's thread, by the export
+    ``gen_ai.conversation.id`` (from ``session.id``) and the failure reasons as ``langfuse.trace.tags`` are
+    built off the agent's thread, by the export
     workers and the in-process collector, so the decorated call stays cheap.
     """
     if attributes.get(sc.OPERATION_NAME) != "invoke_agent":
@@ -57,12 +41,10 @@ def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     value = attributes.get(sc.OI_SESSION_ID)
     if value is not None and sc.CONVERSATION_ID not in attributes:
         out[sc.CONVERSATION_ID] = value
+    reasons = attributes.get(sc.RG_FAILURE_REASONS)
+    if reasons and sc.LANGFUSE_TRACE_TAGS not in attributes:  # failure signals as Langfuse trace tags
+        out[sc.LANGFUSE_TRACE_TAGS] = tuple(str(r) for r in reasons)
     return out
-
-
-def is_content_attribute(key: str) -> bool:
-    """Whether the attribute ``key`` carries content (text replaced by a hash when capture is off)."""
-    return key in CONTENT_ATTRIBUTES or bool(_DOC_CONTENT.match(key))
 
 
 def _hash_documents(value: str) -> str:
@@ -120,13 +102,11 @@ def transform_span(
             if key == sc.RETRIEVAL_DOCUMENTS and isinstance(new, str):
                 new, hashed = _hash_documents(new), True
             elif is_content_attribute(key):
-                new, hashed = _hash_value(new), True
+                hashed_value = _hash_value(new)
+                hashed = hashed or hashed_value != new
+                new = hashed_value
         changed = changed or n > 0
         attributes[key] = new
-    if hashed:
-        attributes[sc.RG_CONTENT_HASHED] = True
-        changed = True
-
     events: list[Event] = []
     for event in span.events:
         event_attrs: dict[str, Any] = {}
@@ -135,6 +115,10 @@ def transform_span(
             new, n = redactor.redact_value(value)
             total += n
             event_changed = event_changed or n > 0
+            if not capture_content and is_content_event_attribute(event.name, key):
+                hashed_value = _hash_value(new)
+                if hashed_value != new:
+                    new, hashed, event_changed = hashed_value, True, True
             event_attrs[key] = new
         events.append(Event(event.name, event_attrs, event.timestamp) if event_changed else event)
         changed = changed or event_changed
@@ -142,10 +126,15 @@ def transform_span(
     status = span.status
     if status.description:
         description, n = redactor.redact(status.description)
-        if n:
-            total += n
+        total += n
+        if not capture_content:
+            description, hashed = content_hash(description), True
+        if description != status.description:
             status = Status(status.status_code, description)
             changed = True
+    if hashed:
+        attributes[sc.RG_CONTENT_HASHED] = True
+        changed = True
     name, n = redactor.redact(span.name)
     total += n
     changed = changed or n > 0

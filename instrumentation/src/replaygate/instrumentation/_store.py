@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._health import HEALTH
+from replaygate.instrumentation._normalize import span_to_record
 from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
 from replaygate.instrumentation._store_db import connect, resolve_store_path, write_transaction
 from replaygate.instrumentation._store_rows import (
@@ -51,7 +52,6 @@ from replaygate.instrumentation._store_rows import (
     trace_id_range,
     where,
 )
-from replaygate.instrumentation._summary import span_to_record
 
 __all__ = ["StoreSpanExporter", "TraceStore"]
 

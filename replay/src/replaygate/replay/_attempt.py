@@ -22,6 +22,7 @@ from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._measures import compute_measures
+from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import Target, TargetOutput
@@ -123,7 +124,9 @@ class AttemptRunner:
     def begin(self, scenario: Scenario, index: int) -> Flight:
         """Open one attempt: its root span (not yet current) and its start."""
         attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
-        return Flight(scenario, index, AttemptSpan(attributes), utc_now(), time.perf_counter())
+        root = AttemptSpan(attributes)
+        self.capture.track(root)
+        return Flight(scenario, index, root, utc_now(), time.perf_counter())
 
     def _session(self, flight: Flight) -> str:
         return f"{self.run_id}/{flight.scenario.id}/{flight.index}"
@@ -192,7 +195,7 @@ class AttemptRunner:
         if error is not None:
             # Set on the record, not the span: a timed-out call's thread may end its span meanwhile.
             record = dataclasses.replace(record, status="error", status_message=error)
-        spans = [record, *self.capture.collector.pop(root.trace_id)]
+        spans = [record, *self.capture.pop(root)]
         return Called(
             flight.scenario, flight.index, output, error, spans, latency_s, root.trace_id, flight.started
         )
@@ -253,14 +256,16 @@ class AttemptRunner:
                 **common,
             )
         try:
-            outcome = await self.scorer(
-                scenario,
-                answer=output.answer,
-                label=output.label,
-                summary=summary,
-                latency_s=latency_s,
-                judges=self.judges,
-            )
+            # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
+            with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):
+                outcome = await self.scorer(
+                    scenario,
+                    answer=output.answer,
+                    label=output.label,
+                    summary=summary,
+                    latency_s=latency_s,
+                    judges=self.judges,
+                )
             if outcome.status not in ("pass", "fail", "error"):
                 raise ValueError(f"the scorer returned status {outcome.status!r}")
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models

@@ -1,17 +1,21 @@
-"""Capture an attempt's own spans in-process during a run.
+"""Capture an attempt's own spans in-process during a run: by trace, from the provider they really go to.
 
-One isolated SDK ``TracerProvider`` per run, with the instrumentation's ``SpanCollector``; the
-instrumentation is pointed at it with ``configure(tracer_provider=..., store=None)`` so the agent's
-decorators (which look the tracer up at call time) export there and nothing reaches the global provider
-or the trace store (OTLP and Langfuse export are switched off for the run too: replayed attempts are not
-production traffic). As ``configure`` is last-call-wins, a process that had configured its own export
-must call ``configure`` again after a run.
+Each attempt runs under a root span ``replay attempt`` (:class:`AttemptSpan`) that starts a trace of its
+own and registers it with the instrumentation's capture routing (``replaygate.instrumentation.capture`` is
+the public form of the same thing): one router on each provider spans may go to — the global SDK provider
+(created when there is none) and every provider ``configure`` wired — hands each finished span to the
+attempt whose trace it belongs to. Nothing is detached or reconfigured: production export keeps running
+during a run and after it (the attempts' own traces are left out of it), two runs in one process and
+concurrent attempts of one run each get exactly their own spans, and spans of the ecosystem's instrumentors
+(OpenInference, OpenLLMetry, the contrib openai instrumentor) writing to the global provider are captured
+like replaygate's own.
 
-Each attempt runs under a root span ``replay attempt`` (:class:`AttemptSpan`): a light span made current by
-``with AttemptSpan(attributes) as root:``, so the agent's spans become its children in a trace of their own;
-it records what is set on it like an SDK span and is turned into a ``SpanRecord`` directly, without the SDK's
-span machinery (a measurable share of a fast target's attempt). After the target returns, the runner pops that
-trace's spans and summarizes them.
+:class:`AttemptSpan` is a light span made current by ``with AttemptSpan(attributes) as root:``; it records
+what is set on it like an SDK span and is turned into a ``SpanRecord`` directly, without the SDK's span
+machinery (a measurable share of a fast target's attempt). After the target returns, the runner pops that
+trace's spans (:meth:`Capture.pop`) and summarizes them. An attempt under which spans were started that
+never reached a watched provider (a ``TracerProvider`` the agent made and never registered) is counted in
+:attr:`Capture.foreign_attempts`, so the run reports it once instead of scoring it as if no call was made.
 """
 
 from __future__ import annotations
@@ -28,14 +32,22 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 from opentelemetry.util import types
-from replaygate.instrumentation import SpanCollector, configure
-from replaygate.instrumentation._records import SpanRecord
-from replaygate.instrumentation._summary import jsonable
+from replaygate.instrumentation import SpanRecord
+from replaygate.instrumentation._normalize import jsonable
+from replaygate.instrumentation._state import STATE
+from replaygate.instrumentation._trace_capture import global_provider, watch
+from replaygate.instrumentation._trace_routes import close_route, open_route
 
-__all__ = ["ATTEMPT_SPAN_NAME", "AttemptSpan", "Capture", "open_capture"]
+__all__ = ["ATTEMPT_SPAN_NAME", "FOREIGN_PROVIDER_HINT", "AttemptSpan", "Capture", "open_capture"]
+
+FOREIGN_PROVIDER_HINT = (
+    "spans were started under {n} attempt(s) but never reached a tracer provider replaygate captures from "
+    "(the agent uses a TracerProvider that is not the global one and was not given to configure()); "
+    "their tokens, cost and tool calls are unknown. Register it (opentelemetry.trace.set_tracer_provider) "
+    "or call replaygate.instrumentation.configure(tracer_provider=...) in the target module."
+)
 
 ATTEMPT_SPAN_NAME = "replay attempt"
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -82,6 +94,8 @@ class AttemptSpan(NonRecordingSpan):
         self.trace_id = format(trace_id, "032x")
         """The attempt's trace id, 32 lowercase hex digits."""
         self.span_id = format(span_id, "016x")
+        self.asked = False  # whether anything asked for this span's context (a child span starting)
+        open_route(trace_id, span_id)
         self.name = ATTEMPT_SPAN_NAME
         self.attributes: dict[str, Any] = dict(attributes)
         self.events: list[dict[str, Any]] = []
@@ -106,6 +120,10 @@ class AttemptSpan(NonRecordingSpan):
             otel_context.detach(self._token)
             self._token = None
         self.end()
+
+    def get_span_context(self) -> SpanContext:
+        self.asked = True
+        return super().get_span_context()
 
     def is_recording(self) -> bool:
         return self.end_ns is None
@@ -186,47 +204,39 @@ class AttemptSpan(NonRecordingSpan):
         )
 
 
-class _WhileOpen(SpanProcessor):
-    """Forwards finished spans to the collector until the run closes (later agent calls keep nothing)."""
-
-    def __init__(self, collector: SpanCollector) -> None:
-        self.collector = collector
-        self.open = True
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if self.open:
-            self.collector.on_end(span)
-
-    def shutdown(self) -> None:
-        self.open = False
-        self.collector.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
 @dataclass
 class Capture:
-    """The run's isolated provider and its span collector."""
+    """The run's capture: pops each attempt's spans and counts attempts whose spans went astray."""
 
-    provider: TracerProvider
-    collector: SpanCollector
-    _gate: _WhileOpen = field(repr=False)
+    foreign_attempts: int = 0
+    _open: set[str] = field(default_factory=set, repr=False)
+
+    def track(self, root: AttemptSpan) -> None:
+        """Remember an attempt's trace, so :meth:`close` stops routing it even if it was never popped."""
+        self._open.add(root.trace_id)
+
+    def pop(self, root: AttemptSpan) -> list[SpanRecord]:
+        """Stop routing the attempt's trace and return its spans, ordered by start."""
+        self._open.discard(root.trace_id)
+        route = close_route(int(root.trace_id, 16))
+        if route is None:
+            return []
+        if route.foreign(root.asked):
+            self.foreign_attempts += 1
+        return sorted(route.spans, key=lambda s: (s.start_ns, s.end_ns))
 
     def close(self) -> None:
-        """Stop collecting, drop spans left over (from attempts that timed out), shut the provider down."""
-        self._gate.shutdown()
-        self.provider.shutdown()
+        """Stop routing every trace still open (attempts that timed out keep nothing more)."""
+        for trace_id in list(self._open):
+            close_route(int(trace_id, 16))
+        self._open.clear()
 
 
 def open_capture() -> Capture:
-    """Create the run's provider and collector and point the instrumentation at them."""
-    provider = TracerProvider()
-    configure(tracer_provider=provider, store=None, otlp_endpoint=False, langfuse=False)
-    collector = SpanCollector()
-    gate = _WhileOpen(collector)
-    provider.add_span_processor(gate)
-    return Capture(provider=provider, collector=collector, _gate=gate)
+    """Watch every provider the agent's spans may go to and return the run's :class:`Capture`."""
+    provider = global_provider()
+    if provider is not None:
+        watch(provider)
+    for configured in list(STATE.slots.keys()):
+        watch(configured)
+    return Capture()

@@ -13,6 +13,7 @@ accident.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 import jsonschema
 from replaygate.instrumentation._records import TraceSummary
 from replaygate.replay._measures import is_empty_answer
+from replaygate.replay._regex import CheckBudgetError
 from replaygate.replay._runfile import CheckResult
 from replaygate.replay._scenario_checks import (
     Check,
@@ -144,17 +146,37 @@ def _forbidden_tools(check: ForbiddenToolsCheck, ctx: CheckContext) -> tuple[boo
     return True, "no forbidden tool called"
 
 
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+
+
 def _as_number(value: Any) -> float | None:
+    """A finite number from an agent's value, or None: ``"nan"``, ``"inf"``, ``"1e999"`` are not numbers.
+
+    Strings are parsed strictly: optional sign, digits (thousands grouped by commas allowed), decimals,
+    exponent, and one leading currency sign; nothing else.
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+    number: float
+    if isinstance(value, int):
         try:
-            return float(value.strip().replace(",", "").lstrip("$€£"))
-        except ValueError:
+            number = float(value)
+        except OverflowError:
             return None
-    return None
+    elif isinstance(value, float):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        text = text[1:].lstrip() if text[:1] in ("$", "\u20ac", "\u00a3") else text
+        if _GROUPED.fullmatch(text):
+            text = text.replace(",", "")
+        if not _NUMBER.fullmatch(text):
+            return None
+        number = float(text)
+    else:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _arg_problem(check: ToolArgsCheck, value: Any) -> str | None:
@@ -162,7 +184,7 @@ def _arg_problem(check: ToolArgsCheck, value: Any) -> str | None:
     if check.min is not None or check.max is not None:
         number = _as_number(value)
         if number is None:
-            return f"{label} is not a number"
+            return f"{label} is not a number (only a finite number is within bounds)"
         if check.min is not None and number < check.min:
             return f"{label} is below the minimum {check.min:g}"
         if check.max is not None and number > check.max:
@@ -293,7 +315,10 @@ def run_check(check: Check, ctx: CheckContext, name: str | None = None) -> Check
     runner = _RUNNERS.get(type(check))
     if runner is None:
         return CheckResult(name=name, passed=False, detail=f"no scorer for check type {check.type!r}")
-    passed, detail = runner(check, ctx)
+    try:
+        passed, detail = runner(check, ctx)
+    except CheckBudgetError as exc:  # the attempt becomes an error, naming the check
+        raise CheckBudgetError(f"check {name}: {exc}") from None
     return CheckResult(name=name, passed=passed, detail=detail)
 
 

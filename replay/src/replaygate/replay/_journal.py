@@ -6,6 +6,10 @@ fifty concurrent attempts share one fsync instead of paying fifty in turn; the h
 thread's first job, so the run starts without waiting for the disk. A process killed mid-write
 leaves at most a torn last line, which :func:`read_journal` ignores and :class:`JournalWriter` cuts off
 before appending.
+
+A run that completed and saved its run file removes its journal (the run file holds everything it had);
+``--resume`` of such a run finds the run file and :func:`restore_journal` writes the journal back from it,
+so resuming a finished run is idempotent.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 from replaygate.replay._batch_queue import STOP, next_batch
+from replaygate.replay._bounded import parse_json_bounded
 from replaygate.replay._errors import RunFileError
-from replaygate.replay._runfile import Attempt, Fingerprint
+from replaygate.replay._runfile import Attempt, Fingerprint, attempt_digest, attempts_digest, load_run
 
 __all__ = [
     "HEADER_LATER",
@@ -32,6 +37,7 @@ __all__ = [
     "journal_path",
     "read_journal",
     "read_journal_fingerprint",
+    "restore_journal",
 ]
 
 JOURNAL_SUFFIX = ".journal"
@@ -54,6 +60,14 @@ class JournalState:
     attempts: list[Attempt] = field(default_factory=list)
     valid_bytes: int = 0
     torn_tail: bool = False
+
+    @property
+    def digest(self) -> str:
+        """The digest of the journaled attempts (first of each key), comparable with the run file's."""
+        seen: dict[tuple[str, int], Attempt] = {}
+        for a in self.attempts:
+            seen.setdefault((a.scenario_id, a.index), a)
+        return attempts_digest(attempt_digest(a) for a in seen.values())
 
 
 def read_journal(path: str | os.PathLike[str]) -> JournalState:
@@ -79,18 +93,25 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     for number, raw in enumerate(complete, start=1):
         is_last = number == len(complete) and not torn
         try:
-            obj = json.loads(raw)
+            obj = parse_json_bounded(raw, "the line", ValueError, "journal line")
             if not isinstance(obj, dict):
                 raise ValueError("not an object")
             if number == 1:
                 if obj.get("kind") != "header":
                     raise ValueError("the first line is not a header")
+                if not isinstance(obj.get("run_id"), str) or not isinstance(obj.get("scenarios", []), list):
+                    raise ValueError("the header has no run id")
                 header = obj
             elif obj.get("kind") == "attempt":
-                attempts.append(Attempt.model_validate(obj["attempt"]))
+                attempt = Attempt.model_validate(obj["attempt"])
+                if obj.get("sha256") != attempt_digest(attempt):
+                    raise ValueError(
+                        f"attempt {attempt.scenario_id}#{attempt.index} does not match its digest (edited?)"
+                    )
+                attempts.append(attempt)
             else:
                 raise ValueError(f"unknown line kind {obj.get('kind')!r}")
-        except (ValueError, KeyError, ValidationError) as exc:
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
             if is_last:
                 torn = True  # a complete-looking but corrupt last line: cut off like a torn one
                 break
@@ -125,12 +146,47 @@ def read_journal_fingerprint(path: str | os.PathLike[str]) -> Fingerprint:
     p = Path(path)
     try:
         with p.open("rb") as fh:
-            header = json.loads(fh.readline())
+            header = parse_json_bounded(fh.readline(), str(p), RunFileError, "journal")
     except FileNotFoundError:
         raise RunFileError(f"{p}: no journal to resume from (run without --resume to start)") from None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise RunFileError(f"{p}: the journal header has no readable fingerprint ({exc})") from None
+    if not isinstance(header, dict):
+        raise RunFileError(f"{p}:1: the journal header is not a JSON object")
     return header_fingerprint(header, p)
+
+
+def restore_journal(out_path: str | os.PathLike[str]) -> Path:
+    """Write the journal of a completed run back from its run file; return the journal's path.
+
+    Raises:
+        RunFileError: the run file cannot be read, or the journal cannot be written.
+    """
+    run = load_run(out_path)
+    path = journal_path(out_path)
+    header = {
+        "run_id": run.run_id,
+        "fingerprint": run.fingerprint.model_dump(mode="json"),
+        "scenarios": [e.model_dump(mode="json") for e in run.scenarios],
+        "shard": run.shard,
+        "policy": run.policy,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(_line({"kind": "header", **header}))
+            for a in run.attempts:
+                line = (
+                    f'{{"kind":"attempt","sha256":"{attempt_digest(a)}","attempt":{a.model_dump_json()}}}\n'
+                )
+                fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunFileError(f"{path}: cannot write the journal ({exc.strerror or exc})") from None
+    return path
 
 
 class JournalWriter:
@@ -164,6 +220,8 @@ class JournalWriter:
         self.fsyncs = 0
         self.serialized: dict[tuple[str, int], tuple[Attempt, str]] = {}
         """The attempts written by this writer and their JSON (the run file reuses it: ``save_run``)."""
+        self.digests: dict[tuple[str, int], tuple[Attempt, str]] = {}
+        """The attempts written by this writer and their :func:`attempt_digest` (reused by ``digest_of``)."""
         self._thread = threading.Thread(target=self._run, name="replaygate-journal", daemon=True)
         self._thread.start()
 
@@ -230,13 +288,20 @@ class JournalWriter:
             if items and self._error is None:
                 try:
                     texts = [(a, a.model_dump_json()) for a in items]
-                    data = "".join(f'{{"kind":"attempt","attempt":{text}}}\n' for _, text in texts)
+                    sums = [attempt_digest(a) for a in items]
+                    data = "".join(
+                        f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n'
+                        for h, (_, text) in zip(sums, texts, strict=True)
+                    )
                     self._fh.write(data.encode("utf-8"))
                     self._fh.flush()
                     os.fsync(self._fh.fileno())
                     self.fsyncs += 1
                     self._header_unsynced = False
                     self.serialized.update(((a.scenario_id, a.index), (a, text)) for a, text in texts)
+                    self.digests.update(
+                        ((a.scenario_id, a.index), (a, h)) for a, h in zip(items, sums, strict=True)
+                    )
                 except Exception as exc:  # reported to the runner by the next append/flush/close
                     self._error = exc
             with self._cond:

@@ -10,11 +10,16 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from replaygate.replay._bounded import (
+    check_format_version,
+    load_json_bounded,
+    validation_summary,
+)
 from replaygate.replay._errors import RunFileError
 
 __all__ = [
@@ -28,7 +33,10 @@ __all__ = [
     "RetrievalScores",
     "RunFile",
     "ScenarioEntry",
+    "attempt_digest",
+    "attempts_digest",
     "content_hash",
+    "digest_of",
     "load_run",
     "save_atomic",
     "dump_run",
@@ -36,7 +44,7 @@ __all__ = [
     "write_atomic",
 ]
 
-RUN_FORMAT_VERSION = 1
+RUN_FORMAT_VERSION: Final = 1
 
 AttemptStatus = Literal["pass", "fail", "error"]
 
@@ -119,6 +127,7 @@ class Measures(_Model):
     escalated: bool = False
     empty: bool = False
     steps: int = 0
+    llm_calls: int | None = None  # LLM calls captured (0: none was; None: not recorded, older run files)
 
 
 class Attempt(_Model):
@@ -142,7 +151,7 @@ class Attempt(_Model):
 class RunFile(_Model):
     """A whole run: its fingerprint, the scenarios as they were, and every attempt."""
 
-    format_version: int = RUN_FORMAT_VERSION
+    format_version: Literal[1] = RUN_FORMAT_VERSION
     run_id: str
     fingerprint: Fingerprint
     scenarios: list[ScenarioEntry]
@@ -150,6 +159,7 @@ class RunFile(_Model):
     shard: str | None = None  # "i/n" when this file is one shard
     policy: dict[str, Any] | None = None  # the gate policy as parsed when the run started
     summary: dict[str, Any] = Field(default_factory=dict)
+    attempts_digest: str | None = None  # written by save_run; load_run refuses a file whose attempts differ
 
     def attempts_for(self, scenario_id: str) -> list[Attempt]:
         """Return the attempts of one scenario, in index order."""
@@ -165,36 +175,79 @@ def content_hash(obj: Any) -> str:
     return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
+def attempt_digest(attempt: Attempt) -> str:
+    """The sha256 (hex) of one attempt's JSON, without its ``artifact_path`` (a best-effort pointer)."""
+    text = attempt.model_dump_json(exclude={"artifact_path"})
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def attempts_digest(digests: Iterable[str]) -> str:
+    """``sha256:<hex>`` over a set of :func:`attempt_digest` values, in sorted order (order-free).
+
+    The run file and its journal hold the same attempts in different orders; both give the same digest.
+    """
+    joined = "\n".join(sorted(digests))
+    return "sha256:" + hashlib.sha256(joined.encode("ascii")).hexdigest()
+
+
+def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]] | None = None) -> str:
+    """The digest of a run's attempts as they are now (compare with ``run.attempts_digest``).
+
+    ``known`` holds digests already made (by the journal), used only for the very attempt object.
+    """
+    cache = known or {}
+
+    def one(a: Attempt) -> str:
+        hit = cache.get((a.scenario_id, a.index))
+        return hit[1] if hit is not None and hit[0] is a else attempt_digest(a)
+
+    return attempts_digest(one(a) for a in run.attempts)
+
+
 def load_run(path: str | os.PathLike[str]) -> RunFile:
-    """Read a run file; a missing, unreadable or invalid file raises :class:`RunFileError`."""
+    """Read a run file; a missing, unreadable, invalid or edited file raises :class:`RunFileError`.
+
+    The attempts must match the digest recorded when the file was written: an attempt edited, added or
+    removed afterwards is refused.
+    """
     p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunFileError(f"{p}: no such run file") from None
-    except (OSError, ValueError) as exc:
-        raise RunFileError(f"{p}: not a readable JSON run file ({exc})") from None
+    raw = load_json_bounded(p, what="run file", error=RunFileError)
     if not isinstance(raw, dict):
         raise RunFileError(f"{p}: a run file is a JSON object")
-    version = raw.get("format_version")
-    if version != RUN_FORMAT_VERSION:
-        raise RunFileError(
-            f"{p}: run file format_version {version!r} is not supported "
-            f"(this replaygate reads version {RUN_FORMAT_VERSION})"
-        )
+    check_format_version(raw, RUN_FORMAT_VERSION, p, "run file", RunFileError)
     try:
-        return RunFile.model_validate(raw)
+        run = RunFile.model_validate(raw)
     except ValidationError as exc:
-        raise RunFileError(f"{p}: invalid run file: {exc}") from None
+        raise RunFileError(f"{p}: invalid run file: {validation_summary(exc)}") from None
+    if run.attempts_digest is None:
+        raise RunFileError(
+            f"{p}: the run file records no attempts digest (written by an older replaygate or edited); "
+            "re-run it"
+        )
+    actual = digest_of(run)
+    if actual != run.attempts_digest:
+        raise RunFileError(
+            f"{p}: the attempts were edited after the run: their digest is {actual}, the run recorded "
+            f"{run.attempts_digest}; re-run it (a run file is evidence, not an input to edit)"
+        )
+    return run
 
 
-def dump_run(run: RunFile, serialized: Mapping[tuple[str, int], tuple[Attempt, str]] | None = None) -> str:
+def dump_run(
+    run: RunFile,
+    serialized: Mapping[tuple[str, int], tuple[Attempt, str]] | None = None,
+    *,
+    trust_digest: bool = False,
+) -> str:
     """The run file's text: indented JSON, with the attempts last, one attempt per line (compact).
 
     ``serialized`` holds attempts already turned into JSON (by the journal), keyed by (scenario id, index);
-    one is used only for the very attempt object it was made from.
+    one is used only for the very attempt object it was made from. The attempts' digest is computed
+    and written (``trust_digest``: the caller just computed ``run.attempts_digest`` itself).
     """
     known = serialized or {}
+    if run.attempts_digest is None or not trust_digest:
+        run = run.model_copy(update={"attempts_digest": digest_of(run)})
     lines: list[str] = []
     for attempt in run.attempts:
         cached = known.get((attempt.scenario_id, attempt.index))
@@ -209,9 +262,10 @@ def save_run(
     path: str | os.PathLike[str],
     *,
     serialized: Mapping[tuple[str, int], tuple[Attempt, str]] | None = None,
+    trust_digest: bool = False,
 ) -> Path:
     """Write a run file atomically (temporary file, fsync, rename); see :func:`dump_run` for its layout."""
-    return save_atomic(Path(path), dump_run(run, serialized))
+    return save_atomic(Path(path), dump_run(run, serialized, trust_digest=trust_digest))
 
 
 def write_atomic(path: Path, text: str) -> Path:

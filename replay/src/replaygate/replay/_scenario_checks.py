@@ -1,8 +1,9 @@
 """Declarations of a scenario's deterministic checks and judges (their scoring lives in the replay engine).
 
 Each check and judge is its own pydantic model, discriminated on ``type``. Regular expressions are compiled
-and JSON schemas are checked when the scenario is loaded, so a bad pattern is a load error with file:line,
-never a surprise in the middle of a run.
+(RE2, linear time; see :mod:`._regex`) and JSON schemas are checked when the scenario is loaded, so a bad
+pattern is a load error with file:line, never a surprise in the middle of a run. Numbers are finite:
+a ``tool_args`` bound of ``.nan`` or ``.inf`` is a load error.
 
 Attribute note: the ``json_schema`` check's YAML key is ``schema``; in Python it is
 :attr:`JsonSchemaCheck.json_schema` (``schema`` would shadow a pydantic ``BaseModel`` method).
@@ -10,11 +11,12 @@ Attribute note: the ``json_schema`` check's YAML key is ``schema``; in Python it
 
 from __future__ import annotations
 
-import re
+import math
 import warnings
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from replaygate.replay._regex import ScenarioRegex, compile_scenario_regex
 
 __all__ = [
     "LABELS",
@@ -48,19 +50,19 @@ Scalar = str | int | float | bool
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
+    #: Whether the file wrote this check as a one-key shorthand (it is written back the same way).
+    _shorthand: bool = PrivateAttr(default=False)
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """Compile a scenario regex; a bad one raises ``ValueError`` naming the problem and what to do."""
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(
-            f"invalid regular expression {pattern!r}: {exc}; fix the pattern (Python `re` syntax)"
-        ) from None
-    except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
-        raise ValueError(
-            f"regular expression {pattern!r} cannot be compiled ({type(exc).__name__})"
-        ) from None
+    def __eq__(self, other: object) -> bool:
+        """Equal when the fields are: the form a file wrote a check in is not part of what it checks."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+
+def compile_pattern(pattern: str) -> ScenarioRegex:
+    """Compile a scenario regex (RE2, else bounded ``re``); a bad one raises ``ValueError`` saying why."""
+    return compile_scenario_regex(pattern)
 
 
 class _PatternMixin(_Spec):
@@ -73,9 +75,9 @@ class _PatternMixin(_Spec):
         return value
 
     @property
-    def regex(self) -> re.Pattern[str]:
-        """The compiled pattern (``re`` caches compilations)."""
-        return re.compile(self.pattern)
+    def regex(self) -> ScenarioRegex:
+        """The compiled pattern (cached)."""
+        return compile_scenario_regex(self.pattern)
 
 
 class OutputRegexCheck(_PatternMixin):
@@ -155,6 +157,20 @@ class ToolArgsCheck(_Spec):
             compile_pattern(value)
         return value
 
+    @field_validator("min", "max")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"a bound must be a finite number, not {value}; write a number such as 200")
+        return value
+
+    @field_validator("equals")
+    @classmethod
+    def _finite_equals(cls, value: Scalar | None) -> Scalar | None:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"equals must be a finite number, not {value}")
+        return value
+
     @model_validator(mode="after")
     def _some_bound(self) -> ToolArgsCheck:
         if self.min is None and self.max is None and self.equals is None and self.pattern is None:
@@ -164,9 +180,9 @@ class ToolArgsCheck(_Spec):
         return self
 
     @property
-    def regex(self) -> re.Pattern[str] | None:
+    def regex(self) -> ScenarioRegex | None:
         """The compiled ``pattern``, or None."""
-        return None if self.pattern is None else re.compile(self.pattern)
+        return None if self.pattern is None else compile_scenario_regex(self.pattern)
 
 
 class MaxStepsCheck(_Spec):
@@ -223,9 +239,9 @@ class ValuesFromToolsCheck(_Spec):
         return value
 
     @property
-    def regex(self) -> re.Pattern[str]:
+    def regex(self) -> ScenarioRegex:
         """The compiled pattern."""
-        return re.compile(self.pattern)
+        return compile_scenario_regex(self.pattern)
 
 
 Check = Annotated[

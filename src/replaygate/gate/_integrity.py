@@ -1,0 +1,160 @@
+"""Run-file integrity: the gate compares only runs whose attempts are exactly the plan they record.
+
+Before any statistics, every run given to the gate is checked (:func:`verify_run`); each broken rule
+raises :class:`RunIntegrityError` naming the run and the attempt or scenario, never a pass:
+
+- each scenario is listed once, and its ``counts`` flag is what its status says (active and
+  known-failure count; quarantined counts only when must-pass; retired never);
+- the scenario list is the suite the fingerprint's ``suite_hash`` records (a scenario removed, added or
+  with its status or pass condition edited changes it);
+- the attempts are exactly the plan: for each scenario ``0..repeats-1``, each once; an attempt of an
+  unknown scenario, a duplicate, an index out of range or a missing index is refused;
+- at least one scenario counts (an all-quarantined suite has nothing to compare);
+- the attempts match the digest recorded when the run file was written (``attempts_digest``) and, when
+  the run's journal is still beside the file, the journal's digest too (an edit names the attempts).
+
+The digests are returned (:class:`RunDigest`) and recorded in the gate report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+from replaygate.replay._errors import RunFileError
+from replaygate.replay._journal import journal_path, read_journal
+from replaygate.replay._runfile import RunFile, ScenarioEntry, attempt_digest, digest_of
+from replaygate.replay._scenario_io import suite_hash_of
+
+from replaygate.gate._errors import GateError
+
+__all__ = ["RunDigest", "RunIntegrityError", "expected_counts", "verify_run", "verify_runs"]
+
+_SHOWN = 5
+
+
+class RunIntegrityError(GateError):
+    """A run file is not the plan it records (duplicate, missing or unknown attempt, edited, ...)."""
+
+
+class RunDigest(BaseModel):
+    """The digests of one run's attempts, as the gate checked them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    run_file: str  # the digest of the attempts (recorded and recomputed: equal)
+    journal: str | None = None  # the journal's digest when the journal was beside the run file
+
+
+def expected_counts(entry: ScenarioEntry) -> bool:
+    """Whether a scenario of this status counts in the gate (what the replay engine records)."""
+    if entry.status == "retired":
+        return False
+    if entry.status == "quarantined":
+        return entry.must_pass
+    return True
+
+
+def _few(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_SHOWN])
+    return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+
+
+def verify_run(run: RunFile, label: str, path: str | os.PathLike[str] | None = None) -> RunDigest:
+    """Check one run against the plan it records (see the module docstring); return its digests.
+
+    Raises:
+        RunIntegrityError: the first broken rule, naming the run (and file), the scenario or attempt.
+    """
+    where = f"the {label} run {run.run_id}" + (f" ({path})" if path is not None else "")
+
+    def refuse(what: str) -> RunIntegrityError:
+        return RunIntegrityError(f"{where} is refused: {what}")
+
+    ids = Counter(e.id for e in run.scenarios)
+    twice = sorted(i for i, n in ids.items() if n > 1)
+    if twice:
+        raise refuse(f"scenario {_few(twice)} is listed more than once")
+    for e in run.scenarios:
+        if e.counts != expected_counts(e):
+            raise refuse(
+                f"scenario {e.id} has counts: {str(e.counts).lower()} but its status {e.status!r}"
+                f"{' (must-pass)' if e.must_pass else ''} means {str(expected_counts(e)).lower()}"
+            )
+        if e.repeats < 1 or e.repeats > run.fingerprint.k:
+            raise refuse(f"scenario {e.id} records {e.repeats} repeats, outside 1..k={run.fingerprint.k}")
+    if run.shard is None:
+        recorded = run.fingerprint.suite_hash
+        actual = suite_hash_of((e.id, e.status, e.content_hash) for e in run.scenarios)
+        if actual != recorded:
+            raise refuse(
+                f"its scenario list hashes to {actual}, not the suite hash {recorded} its fingerprint "
+                "records (a scenario was removed, added, or its status or pass condition edited)"
+            )
+    if not any(e.counts for e in run.scenarios):
+        raise refuse(
+            f"none of its {len(run.scenarios)} scenarios counts (all quarantined or retired): nothing is "
+            "left to compare, so the gate cannot pass it; un-quarantine scenarios or add some"
+        )
+    entries = {e.id: e for e in run.scenarios}
+    seen: Counter[tuple[str, int]] = Counter()
+    for a in run.attempts:
+        entry = entries.get(a.scenario_id)
+        if entry is None:
+            raise refuse(f"attempt {a.scenario_id}#{a.index} is of a scenario the run does not list")
+        if not 0 <= a.index < entry.repeats:
+            raise refuse(f"attempt {a.scenario_id}#{a.index} is outside 0..{entry.repeats - 1}")
+        seen[(a.scenario_id, a.index)] += 1
+    dup = [f"{s}#{i}" for (s, i), n in sorted(seen.items()) if n > 1]
+    if dup:
+        raise refuse(f"attempt {_few(dup)} appears more than once")
+    missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
+    if missing:
+        raise refuse(f"attempt {_few(missing)} is missing (resume the run: replaygate run --resume)")
+    digest = digest_of(run)
+    if run.attempts_digest is not None and run.attempts_digest != digest:
+        raise refuse(f"its attempts hash to {digest}, not the digest {run.attempts_digest} it recorded")
+    return RunDigest(run_id=run.run_id, run_file=digest, journal=_journal_digest(run, path, refuse))
+
+
+def _journal_digest(
+    run: RunFile, path: str | os.PathLike[str] | None, refuse: Callable[[str], RunIntegrityError]
+) -> str | None:
+    if path is None:
+        return None
+    jpath = journal_path(Path(path))
+    if not jpath.is_file():
+        return None
+    try:
+        state = read_journal(jpath)
+    except RunFileError as exc:
+        raise RunIntegrityError(f"{exc} (the journal of the run file {path})") from None
+    if state.header.get("run_id") != run.run_id:
+        return None  # the journal of a later run into the same --out: not this file's
+    journal = state.digest
+    if journal != digest_of(run):
+        by_key = {(a.scenario_id, a.index): attempt_digest(a) for a in state.attempts}
+        edited = [
+            f"{a.scenario_id}#{a.index}"
+            for a in run.attempts
+            if by_key.get((a.scenario_id, a.index)) != attempt_digest(a)
+        ]
+        raise refuse(
+            f"its attempts differ from its journal {jpath} (digest {journal}): attempt "
+            f"{_few(edited) or '(one only in the journal)'} was edited after the run"
+        )
+    return journal
+
+
+def verify_runs(
+    runs: Sequence[tuple[str, RunFile]], paths: Sequence[str | os.PathLike[str] | None] = ()
+) -> dict[str, RunDigest]:
+    """:func:`verify_run` for each ``(label, run)``, with its path when known; digests by label."""
+    out: dict[str, RunDigest] = {}
+    for i, (label, run) in enumerate(runs):
+        out[label] = verify_run(run, label, paths[i] if i < len(paths) else None)
+    return out
