@@ -152,7 +152,7 @@ def _make_env(
         traces,
         decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_confidence=widen_confidence),
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_alpha=1 - widen_confidence),
             groundedness_sample=0,
         ),
     )
