@@ -126,3 +126,20 @@ def test_bad_arguments_are_usage_errors(capsys):
     assert exc.value.code == 2 and "no-such-config" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--requests", "0"])
+
+
+def test_the_readme_walks_through_the_stages_the_demo_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    walk = readme.split("prints each `replaygate` command before it runs it:", 1)[1].split(
+        "Every command", 1
+    )[0]
+    numbered = re.findall(r"^(\d+)\. ", walk, re.M)
+    assert numbered == [str(i) for i in range(1, len(STAGES) + 1)]  # one item per stage, in order
+    for phrase in (
+        ".replaygate/demo/replaygate.db",
+        "**blocks**",
+        "**passes**",
+        "**rolled back**",
+        "canary audit",
+    ):
+        assert phrase in walk, phrase

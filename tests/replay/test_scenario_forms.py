@@ -20,7 +20,7 @@ from replaygate.replay import (
     scenario_content_hash,
     scenario_json_schema,
 )
-from replaygate.replay._scenario import parse_scenario
+from replaygate.replay._scenario import SHORTHAND_FIELDS, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = "id: s-1\ntitle: T\nowner: alice\norigin: near-miss\nadded: 2026-11-29\nturns: [hello]\n"
@@ -149,3 +149,14 @@ def test_the_schema_validates_every_example_scenario_and_refuses_bad_ones() -> N
     for check in ({"max_chars": "x"}, {"max_chars": 3, "extra": 1}, {"type": "contains", "value": "x"}):
         assert list(validator.iter_errors({**good, "checks": [check]})), check
     assert list(validator.iter_errors({**good, "assert": []}))
+
+
+def test_every_shorthand_example_in_the_readme_table_loads() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if line.startswith("| `") and "| `- " in line]
+    examples = [row.rsplit("| `", 1)[1].rsplit("` |", 1)[0].replace("\\|", "|") for row in rows]
+    names = [row.split("`")[1] for row in rows]
+    assert len(examples) == 12 and sorted(names) == sorted(SHORTHAND_FIELDS)
+    for name, example in zip(names, examples, strict=True):
+        scenario = parse_scenario(HEAD + "checks:\n  " + example + "\n")
+        assert scenario.checks[0].type == name and scenario.checks[0]._shorthand, example

@@ -3,12 +3,18 @@ r"""``replaygate run``, ``replaygate merge`` and ``replaygate fingerprint``.
 ::
 
     replaygate run --target examples.support_agent.target:run_session \
-        --config examples/support_agent/configs/candidate.yaml --golden examples/support_agent/golden \
+        [--config examples/support_agent/configs/candidate.yaml] --golden examples/support_agent/golden \
         --tier release --repeats 5 --concurrency 8 --timeout 60 --seed 0 --policy gate-policy.yaml \
-        --out runs/candidate.json [--resume] [--quiet] [--shard 1/4] [--no-artifacts] \
+        --out runs/candidate.json [--resume] [--quiet] [--progress auto|lines|none] [--progress-every 30] \
+        [--shard 1/4] [--no-artifacts] \
         [--judge offline|llm --judge-model M --judge-base-url URL --judge-timeout 30]
     replaygate merge runs/all.json runs/shard-*.json [--quiet]
     replaygate fingerprint runs/candidate.json [--json]
+
+Without ``--config`` the target gets ``{}`` and the fingerprint records ``agent_config_hash: no config``.
+Progress is a bar when stderr is a terminal, else a plain line every ``--progress-every`` seconds and at
+each 10% (``--progress lines`` forces the lines, ``none`` or ``--quiet`` shows nothing). A completed run
+removes its journal; ``--resume`` of it restores the journal from the run file and finds nothing to do.
 
 ``run`` and ``merge`` exit 0 when no attempt errored, 1 when any attempt errored (the summary lists them
 first), 3 on a usage or data error. Failing attempts do not change the exit code: whether they block is

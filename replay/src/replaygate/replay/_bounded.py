@@ -95,12 +95,12 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise _Refused(
                 event.start_mark, "YAML anchors and aliases (*name) are not allowed; write the value out"
             )
         if self.check_event(yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             if getattr(event, "anchor", None) is not None:
                 raise _Refused(
                     event.start_mark, "YAML anchors and aliases (&name) are not allowed; write the value out"
@@ -108,7 +108,10 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise _Refused(self.peek_event().start_mark, f"nested deeper than {MAX_DEPTH} levels")
+                raise _Refused(
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                    f"nested deeper than {MAX_DEPTH} levels",
+                )
             node: yaml.Node | None = super().compose_node(parent, index)
         finally:
             self._depth -= 1

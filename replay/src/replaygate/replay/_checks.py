@@ -78,14 +78,14 @@ def _empty_forbidden(ctx: CheckContext) -> CheckResult | None:
 def _output_regex(check: OutputRegexCheck, ctx: CheckContext) -> tuple[bool, str]:
     match = check.regex.search(ctx.answer)
     if match:
-        return True, f"matched {_quote(match.group(0))}"
+        return True, f"matched {_quote(match.group(0) or '')}"
     return False, f"pattern {check.pattern!r} not found in the answer"
 
 
 def _forbidden_regex(check: ForbiddenOutputRegexCheck, ctx: CheckContext) -> tuple[bool, str]:
     match = check.regex.search(ctx.answer)
     if match:
-        return False, f"forbidden pattern {check.pattern!r} matched {_quote(match.group(0))}"
+        return False, f"forbidden pattern {check.pattern!r} matched {_quote(match.group(0) or '')}"
     return True, f"forbidden pattern {check.pattern!r} not found"
 
 
@@ -277,7 +277,8 @@ def _values_from_tools(check: ValuesFromToolsCheck, ctx: CheckContext) -> tuple[
         for c in ctx.summary.tool_calls
         if (wanted is None or c.name in wanted) and c.error is None
     ]
-    values = [m.group(1) if m.groups() else m.group(0) for m in check.regex.finditer(ctx.answer)]
+    found = (m.group(1) if m.groups() else m.group(0) for m in check.regex.finditer(ctx.answer))
+    values = [v for v in found if v is not None]  # a group that took no part in the match has no value
     if not values:
         return True, f"no value matching {check.pattern!r} in the answer"
     absent = [v for v in dict.fromkeys(values) if not any(_occurs(v, t) for t in texts)]
