@@ -1,1 +1,130 @@
-"""Shared fixtures for every part."""
+"""Shared fixtures for every part: a real PostgreSQL server for the store tests.
+
+``postgres`` starts one PostgreSQL server per test session in a temporary folder (``initdb`` and
+``pg_ctl``, as the ``postgres`` user when the tests run as root) and stops it at the end. ``store_url``
+is parametrized: each test that takes it runs on a new SQLite file and on a new PostgreSQL database.
+Without the PostgreSQL binaries the PostgreSQL cases fail (``.ci/run`` installs them): they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PG_BIN_DIRS = ("/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin")
+
+
+def _pg_tool(name: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in PG_BIN_DIRS:
+        candidate = Path(folder) / name
+        if candidate.is_file():
+            return str(candidate)
+    raise RuntimeError(
+        f"PostgreSQL's {name} is not installed (apt-get install postgresql); .ci/run installs it"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Postgres:
+    port: int
+    admin_url: str
+
+    def new_database(self) -> str:
+        """Create an empty database; return its ``postgresql+psycopg://`` URL."""
+        import psycopg
+
+        name = "rg_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    folder = Path(tempfile.mkdtemp(prefix="replaygate-pg-"))
+    data = folder / "data"
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        user = pwd.getpwnam("postgres")
+        os.chown(folder, user.pw_uid, user.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    env = {**os.environ, "LC_ALL": "C"}
+    subprocess.run(
+        [
+            *run_as,
+            _pg_tool("initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    options = (
+        f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    )
+    subprocess.run(
+        [
+            *run_as,
+            _pg_tool("pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(folder / "log"),
+            "-w",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    try:
+        yield Postgres(port, f"postgresql://postgres@127.0.0.1:{port}/postgres")
+    finally:
+        subprocess.run(
+            [*run_as, _pg_tool("pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty store: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    server: Postgres = request.getfixturevalue("postgres")
+    return server.new_database()

@@ -104,6 +104,7 @@ def test_state_validation() -> None:
 def test_missing_store_serves_baseline_and_counts(tmp_path: Path) -> None:
     client = RoutingClient(tmp_path / "nope.db", refresh_s=0)
     assert {client.choose(f"u{i}").name for i in range(20)} == {"baseline"}
+    assert client.wait_ready()
     stats = client.stats()
     assert stats["failures"] >= 1 and "no replaygate store" in stats["last_error"]
 
@@ -114,7 +115,7 @@ def test_store_without_canary_table_is_idle_not_failure(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     sqlite3.connect(db).close()
     client = RoutingClient(db, refresh_s=0)
-    assert client.choose("u1").name == "baseline"
+    assert client.wait_ready() and client.choose("u1").name == "baseline"
     assert client.stats()["failures"] == 0
 
 
@@ -125,18 +126,20 @@ def _free_port() -> int:
 
 
 def test_closed_port_serves_baseline() -> None:
-    client = RoutingClient(f"http://127.0.0.1:{_free_port()}/api/canary", refresh_s=0, timeout_s=0.5)
+    client = RoutingClient(f"http://127.0.0.1:{_free_port()}/api/canary", refresh_s=100, timeout_s=0.5)
     assert client.choose("u1").name == "baseline"
-    assert client.stats()["failures"] == 1
+    assert client.wait_ready() and client.stats()["failures"] == 1
 
 
 class _StateHandler(http.server.BaseHTTPRequestHandler):
     body: dict[str, object] = {}
     etag = '"r1-1"'
     hits: list[str | None] = []
+    delay_s = 0.0
 
     def do_GET(self) -> None:  # noqa: N802
         type(self).hits.append(self.headers.get("If-None-Match"))
+        time.sleep(self.delay_s)
         if self.headers.get("If-None-Match") == self.etag:
             self.send_response(304)
             self.end_headers()
@@ -155,7 +158,7 @@ class _StateHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def state_server() -> Iterator[tuple[str, type[_StateHandler]]]:
-    handler = type("H", (_StateHandler,), {"hits": [], "body": {}})
+    handler = type("H", (_StateHandler,), {"hits": [], "body": {}, "delay_s": 0.0})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -169,7 +172,7 @@ def state_server() -> Iterator[tuple[str, type[_StateHandler]]]:
 def test_url_source_uses_etag(state_server: tuple[str, type[_StateHandler]]) -> None:
     url, handler = state_server
     handler.body = {"status": "promoted", "share": 1.0, "salt": "x", "candidate_config_id": "c", "version": 1}
-    client = RoutingClient(url, refresh_s=0)
+    client = RoutingClient(url, refresh_s=0, background=False)  # each choose reads, in this thread
     assert client.choose("u1").name == "candidate"
     assert client.choose("u2").name == "candidate"  # second read: 304, state kept
     assert handler.hits[0] is None and handler.hits[1] == '"r1-1"'
@@ -181,7 +184,7 @@ def test_url_source_uses_etag(state_server: tuple[str, type[_StateHandler]]) -> 
 
 def test_refresh_interval_caches(tmp_path: Path) -> None:
     now = [0.0]
-    client = RoutingClient(tmp_path / "none.db", refresh_s=5, clock=lambda: now[0])
+    client = RoutingClient(tmp_path / "none.db", refresh_s=5, clock=lambda: now[0], background=False)
     client.choose("a")
     client.choose("b")
     assert client.stats()["refreshes"] == 1
@@ -209,6 +212,7 @@ def test_choose_variant_annotates_current_span(tmp_path: Path, monkeypatch: pyte
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    assert _routing.routing_client().wait_ready()
     with provider.get_tracer("t").start_as_current_span("handler"):
         v = choose_variant("user-7")
     provider.shutdown()
@@ -232,7 +236,7 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from replaygate.instrumentation._routing import configure_routing, choose_variant
-    configure_routing(sys.argv[1], refresh_s=float(sys.argv[2]))
+    configure_routing(sys.argv[1], refresh_s=float(sys.argv[2])).wait_ready()
     keys = [f"user-{i}" for i in range(200)]
     seen = None
     deadline = time.monotonic() + 60
@@ -304,3 +308,19 @@ def test_choose_variant_inside_trace_agent_marks_the_agent_span(
     attributes = agents[0].attributes or {}
     assert attributes[RG_VARIANT] == "candidate" and attributes[RG_CONFIG_ID] == "cand-7"
     assert attributes.get("gen_ai.operation.name") == "invoke_agent"  # the agent span, not a child
+
+
+def test_choose_never_waits_on_a_slow_read(state_server: tuple[str, type[_StateHandler]]) -> None:
+    url, handler = state_server
+    handler.body = {"status": "promoted", "share": 1.0, "salt": "x", "candidate_config_id": "c", "version": 1}
+    client = RoutingClient(url, refresh_s=0.05)
+    assert client.wait_ready() and client.choose("u1").name == "candidate"
+    handler.delay_s = 1.0  # every read now takes a second
+    time.sleep(0.06)
+    worst = 0.0
+    for i in range(2000):
+        t = time.perf_counter()
+        assert client.choose(f"u{i}").name == "candidate"  # the last known state, meanwhile
+        worst = max(worst, time.perf_counter() - t)
+    assert worst < 0.5  # a blocking read would take the server's full second
+    assert client.stats()["refreshes"] <= 3  # one refresh in flight at a time

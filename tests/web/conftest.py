@@ -17,13 +17,15 @@ from flask import Flask
 from flask.testing import FlaskClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
+from replaygate.instrumentation import span_to_record
 from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
 from replaygate.gate import DecisionStore, GateReport, SignedDecision
+from replaygate.store import TraceStore
 from replaygate.web import User, WebConfig, create_app
 from tests.web.gate_fixture import HOSTILE, write_gate_reports
 
@@ -65,11 +67,16 @@ class Decisions:
         return [d for d in self.by_id.values() if outcomes is None or d.outcome in outcomes]
 
 
-def write_traces(path: Path) -> str:
+def _write(url: str | Path, memory: InMemorySpanExporter) -> None:
+    with TraceStore(url) as store:
+        store.write_spans([span_to_record(s) for s in memory.get_finished_spans()])
+
+
+def write_traces(path: str | Path) -> str:
     """Write a few real traces to the store; return the id of the one whose answer is hostile."""
     provider = TracerProvider()
-    exporter = StoreSpanExporter(path)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("test")
     hostile = ""
     for i, (answer, escalate) in enumerate([(XSS, True), ("Fine.", False), ("", False)]):
@@ -83,13 +90,15 @@ def write_traces(path: Path) -> str:
             if i == 0:
                 hostile = format(span.get_span_context().trace_id, "032x")
     provider.shutdown()
+    _write(path, memory)
     return hostile
 
 
-def write_variant_traces(path: Path, variant: str, n: int, *, escalate_every: int = 0) -> None:
+def write_variant_traces(path: str | Path, variant: str, n: int, *, escalate_every: int = 0) -> None:
     """Write ``n`` answered requests served by ``variant``, each taking exactly 0.2 s (real spans)."""
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(StoreSpanExporter(path)))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("test")
     start = time.time_ns()
     for i in range(n):
@@ -103,6 +112,7 @@ def write_variant_traces(path: Path, variant: str, n: int, *, escalate_every: in
             span.set_attribute(sc.RG_ESCALATION, True)
         span.end(end_time=t0 + 200_000_000)
     provider.shutdown()
+    _write(path, memory)
 
 
 @dataclass
@@ -110,7 +120,7 @@ class Env:
     app: Flask
     controller: CanaryController
     hostile_trace: str
-    path: Path
+    path: str  # the store URL (SQLite file or PostgreSQL database)
     tmp: Path
 
 
@@ -130,17 +140,19 @@ def _users() -> dict[str, User]:
     }
 
 
-def _make_env(tmp_path: Path, decisions: Any, widen_confidence: float = 0.8) -> tuple[Env, list[Any]]:
-    path = tmp_path / "store.db"
+def _make_env(
+    tmp_path: Path, decisions: Any, url: str, widen_confidence: float = 0.8
+) -> tuple[Env, list[Any]]:
+    path = url
     hostile = write_traces(path)
     store = CanaryStore(path)
-    traces = TraceStore(path)
+    traces = TraceStore(store.store)
     ctl = CanaryController(
         store,
         traces,
         decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_confidence=widen_confidence),
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_alpha=1 - widen_confidence),
             groundedness_sample=0,
         ),
     )
@@ -153,6 +165,7 @@ def _make_env(tmp_path: Path, decisions: Any, widen_confidence: float = 0.8) -> 
         secret_key="test-secret-key",
         reports_dir=str(tmp_path / "reports"),
         golden=str(tmp_path / "golden"),
+        auto_check=False,
     )
     app = create_app(config)
     return Env(app, ctl, hostile, path, tmp_path), [traces, store, ctl.decisions]
@@ -167,8 +180,8 @@ def _close(made: Env, parts: list[Any]) -> None:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    made, parts = _make_env(tmp_path, Decisions())
+def env(tmp_path: Path, store_url: str) -> Iterator[Env]:
+    made, parts = _make_env(tmp_path, Decisions(), store_url)
     yield made
     _close(made, parts)
 
@@ -184,8 +197,9 @@ class Release:
 
 
 @pytest.fixture
-def release(tmp_path: Path) -> Iterator[Release]:
-    made, parts = _make_env(tmp_path, DecisionStore, widen_confidence=0.55)  # widen on small equal arms
+def release(tmp_path: Path, store_url: str) -> Iterator[Release]:
+    # widen on small equal arms
+    made, parts = _make_env(tmp_path, DecisionStore, store_url, widen_confidence=0.55)
     blocked, signoff = write_gate_reports(tmp_path)
     yield Release(made, blocked, signoff, tmp_path / "reports")
     _close(made, parts)

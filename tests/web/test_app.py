@@ -195,8 +195,8 @@ def test_api_writes_off_without_token(env: Any) -> None:
 def test_routing_client_follows_the_page(served: Any) -> None:
     from replaygate.instrumentation._routing import RoutingClient
 
-    blind = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token="")
-    client = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token=READ_TOKEN)
+    blind = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token="", background=False)
+    client = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token=READ_TOKEN, background=False)
     assert client.choose("u1").name == "baseline"
     served.env.controller.start("dec-pass", actor="ana", plan=(1.0,))
     assert client.choose("u1").name == "candidate" and client.choose("u1").config_id == "candidate-fixed"

@@ -12,7 +12,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from replaygate.instrumentation._records import TraceRecord
@@ -24,20 +24,27 @@ from replaygate.canary._evidence import (
     Evidence,
     EvidenceSettings,
     Limit,
+    MeanSummary,
     evaluate_evidence,
     tolerances_from_policy,
 )
 from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition
 from replaygate.canary._measures import (
+    RATE_MEASURES,
+    ArmData,
     LiveMeasures,
     RequestSample,
     SeriesPoint,
-    compute_live_measures,
+    arm_data,
     failure_series,
+    measures_from_arm_data,
+    series_from_bins,
 )
 from replaygate.canary._outlook import StepOutlook, step_outlook
-from replaygate.canary._samples import groundedness_scores, sample_from_trace
+from replaygate.canary._samples import calls_cost, groundedness_of, groundedness_scores, sample_from_trace
 from replaygate.canary._store import CanaryStore
+from replaygate.gate import DecisionStore, load_policy
+from replaygate.store import TraceStore
 
 __all__ = [
     "CanaryController",
@@ -86,6 +93,7 @@ class CanarySettings:
     confidence: float = 0.95
     groundedness_sample: int = 30
     max_traces: int = 50_000
+    sample_size: int = 4000
     max_hold_s: float | None = 86_400.0
 
 
@@ -148,6 +156,8 @@ class CanaryController:
     ) -> None:
         self.store = store
         self.traces = traces
+        # a trace store on a database: live measures are aggregated there, in SQL
+        self._sql = CanaryStore(traces.store) if isinstance(traces, TraceStore) else None
         self.decisions = decisions
         self.tolerances = tolerances if tolerances is not None else tolerances_from_policy(None)
         self.settings = settings or CanarySettings()
@@ -162,23 +172,11 @@ class CanaryController:
         settings: CanarySettings | None = None,
     ) -> CanaryController:
         """Open the controller on a store path (None: ``REPLAYGATE_STORE``) with a gate policy file."""
-        from replaygate.instrumentation._store import TraceStore
-
         canary = CanaryStore(store)
-        traces = TraceStore(canary.url)
-        decisions: DecisionSource | None
-        try:
-            from replaygate.gate import DecisionStore
-
-            decisions = DecisionStore(canary.url)
-        except ImportError:  # the gate's decision store is not installed: no decision can start a canary
-            decisions = None
+        traces = TraceStore(canary.store)
+        decisions: DecisionSource | None = DecisionStore(canary.store)
         tolerances = None
         if policy is not None:
-            from dataclasses import replace
-
-            from replaygate.gate import load_policy
-
             loaded = load_policy(policy)
             tolerances = tolerances_from_policy(loaded)
             settings = replace(settings or CanarySettings(), max_hold_s=loaded.max_hold)
@@ -186,7 +184,7 @@ class CanaryController:
 
     def close(self) -> None:
         """Close the stores this controller holds (those that can be closed)."""
-        for part in (self.store, self.traces, self.decisions):
+        for part in (self.traces, self.decisions, self.store):
             close = getattr(part, "close", None)
             if callable(close):
                 close()
@@ -205,6 +203,35 @@ class CanaryController:
         cand = self.traces.list_traces(limit=limit, since_ns=since_ns, until_ns=until_ns, variant="candidate")
         return base, cand
 
+    def _arm_data(self, since_ns: int, until_ns: int | None) -> tuple[ArmData, ArmData, list[str]]:
+        """Both arms' data for a window: in SQL on a store, else from the source's traces."""
+        notes: list[str] = []
+        k = self.settings.groundedness_sample
+        if self._sql is not None and self.traces is not None:
+            arms = self._sql.arm_data(
+                since_ns, until_ns, cost=calls_cost, sample_size=self.settings.sample_size
+            )
+            out = []
+            for arm in ("baseline", "candidate"):
+                data = arms[arm]
+                if k > 0 and data.n:
+                    recent = self.traces.list_traces(
+                        limit=4 * k, since_ns=since_ns, until_ns=until_ns, variant=arm
+                    )
+                    scores, note = groundedness_of(recent, k)
+                    if note and note not in notes:
+                        notes.append(note)
+                    data = replace(data, groundedness=scores)
+                out.append(data)
+            return out[0], out[1], notes
+        base_t, cand_t = self._samples(since_ns, until_ns)
+        base = [sample_from_trace(r) for r in base_t]
+        cand = [sample_from_trace(r) for r in cand_t]
+        base, cand, note = groundedness_scores(base_t, base, cand_t, cand, k)
+        if note:
+            notes.append(note)
+        return arm_data(base), arm_data(cand), notes
+
     def status(self, state: RolloutState | None = None, *, series_bins: int = 0) -> CanaryStatus:
         """The state, the current step's measures and evidence, and (``series_bins`` > 0) the series."""
         state = state or self.state()
@@ -213,21 +240,15 @@ class CanaryController:
         now = self.clock()
         # a rolled-back canary keeps its last step's window, up to the rollback
         until = state.updated_ns if state.status == "rolled_back" else None
-        base_t, cand_t = self._samples(state.step_started_ns, until)
-        notes: list[str] = []
-        base = [sample_from_trace(r) for r in base_t]
-        cand = [sample_from_trace(r) for r in cand_t]
-        base, cand, note = groundedness_scores(base_t, base, cand_t, cand, self.settings.groundedness_sample)
-        if note:
-            notes.append(note)
-        measures = compute_live_measures(
+        base, cand, notes = self._arm_data(state.step_started_ns, until)
+        measures = measures_from_arm_data(
             base,
             cand,
             confidence=self.settings.confidence,
             window_start_ns=state.step_started_ns,
             window_end_ns=until or now,
         )
-        b_sum, c_sum = ArmSummary.from_samples(base), ArmSummary.from_samples(cand)
+        b_sum, c_sum = _summary(base), _summary(cand)
         evidence = evaluate_evidence(
             b_sum, c_sum, self.tolerances, self.settings.evidence, share=state.share or None
         )
@@ -254,6 +275,8 @@ class CanaryController:
         start = state.started_ns or state.step_started_ns
         if start is None:
             return []
+        if self._sql is not None:
+            return series_from_bins(self._sql.failure_bins(start, now + 1, bins), start, now + 1, bins)
         base_t, cand_t = self._samples(start)
         base: list[RequestSample] = [sample_from_trace(r) for r in base_t]
         cand: list[RequestSample] = [sample_from_trace(r) for r in cand_t]
@@ -415,6 +438,18 @@ class CanaryController:
         if evidence is None:
             return False, "no evidence yet"
         return evidence.can_widen, evidence.reason
+
+
+def _summary(data: ArmData) -> ArmSummary:
+    """The evidence rule's view of one arm, from what the store aggregated (counts exact, samples bounded)."""
+    return ArmSummary(
+        n=data.n,
+        events={name: data.counts.get(name, 0) for name in RATE_MEASURES},
+        latencies=tuple(sorted(data.latencies)),
+        cost=MeanSummary.of(data.costs) if data.costs else None,
+        cost_unknown=data.cost_unknown,
+        groundedness=MeanSummary.of(data.groundedness) if data.groundedness else None,
+    )
 
 
 def _details(evidence: Evidence | None) -> dict[str, Any]:

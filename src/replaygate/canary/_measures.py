@@ -1,6 +1,11 @@
 """Live measures of the two canary arms and their differences (pure: no I/O).
 
-Each request becomes a :class:`RequestSample` (from its trace); each arm's samples give an
+What an arm's measures are computed from is an :class:`ArmData`: exact counts (requests, errors, empty
+answers, escalations, negative feedback) and bounded samples for the continuous measures (latencies, known
+costs and how many sampled costs are unknown, groundedness scores), with latency quantiles the database
+may have computed exactly. The store aggregates it in SQL per arm and step (``CanaryStore.arm_data``), so
+a look costs the same at 1k and 100k traces; :func:`arm_data` builds it from :class:`RequestSample`
+objects (one per request) for sources that hand over traces. Each arm's data gives an
 :class:`ArmMeasures`; each measure's candidate-minus-baseline difference is a :class:`MeasureDiff` with an
 interval and a test fit for it: rates (error, empty answer, escalation, negative feedback) with the
 two-proportion Newcombe interval and z-test; latency p50/p95, cost per request and sampled groundedness
@@ -17,13 +22,18 @@ import numpy as np
 
 __all__ = [
     "MEASURES",
+    "RATE_MEASURES",
+    "ArmData",
     "ArmMeasures",
     "LiveMeasures",
     "MeasureDiff",
     "RequestSample",
     "SeriesPoint",
+    "arm_data",
     "arm_measures",
     "compute_live_measures",
+    "measures_from_arm_data",
+    "series_from_bins",
     "failure_series",
 ]
 
@@ -46,6 +56,8 @@ _RATE_FLAGS = {
     "escalation_rate": "escalated",
     "negative_feedback_rate": "negative_feedback",
 }
+#: Rate measure → the per-request flag it counts (``RequestSample`` field and ``trace_traces`` column).
+RATE_MEASURES = dict(_RATE_FLAGS)
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,31 @@ class RequestSample:
     latency_s: float
     cost_usd: float | None
     groundedness: float | None = None
+
+
+@dataclass(frozen=True)
+class ArmData:
+    """What one arm's measures are computed from: exact counts, bounded samples.
+
+    Attributes:
+        n: requests in the arm's window.
+        counts: rate measure name (see :data:`RATE_MEASURES`) → requests with that flag (exact).
+        latencies: latencies in seconds of a uniform sample of the requests (all of them when few).
+        costs: the known costs (USD) of the sampled requests.
+        cost_unknown: sampled requests whose cost is unknown (one makes the mean cost unknown).
+        groundedness: sampled groundedness scores (0..1).
+        latency_p50: the exact median when the database computed it; None: taken from ``latencies``.
+        latency_p95: the same for the 95th percentile.
+    """
+
+    n: int
+    counts: dict[str, int]
+    latencies: tuple[float, ...]
+    costs: tuple[float, ...]
+    cost_unknown: int
+    groundedness: tuple[float, ...] = ()
+    latency_p50: float | None = None
+    latency_p95: float | None = None
 
 
 @dataclass(frozen=True)
@@ -154,28 +191,47 @@ def _quantile(values: Sequence[float], q: float) -> float | None:
     return float(np.quantile(np.asarray(values, float), q)) if values else None
 
 
-def arm_measures(samples: Sequence[RequestSample]) -> ArmMeasures:
-    """Aggregate one arm's samples."""
-    n = len(samples)
-    counts = {name: sum(1 for s in samples if getattr(s, flag)) for name, flag in _RATE_FLAGS.items()}
-    rates: dict[str, float | None] = {name: (c / n if n else None) for name, c in counts.items()}
-    latencies = [s.latency_s for s in samples]
+def arm_data(samples: Sequence[RequestSample]) -> ArmData:
+    """The :class:`ArmData` of an arm given every one of its requests."""
     costs = [s.cost_usd for s in samples]
-    known = [c for c in costs if c is not None]
-    unknown = len(costs) - len(known)
-    scores = [s.groundedness for s in samples if s.groundedness is not None]
+    known = tuple(c for c in costs if c is not None)
+    return ArmData(
+        n=len(samples),
+        counts={name: sum(1 for s in samples if getattr(s, flag)) for name, flag in _RATE_FLAGS.items()},
+        latencies=tuple(s.latency_s for s in samples),
+        costs=known,
+        cost_unknown=len(costs) - len(known),
+        groundedness=tuple(s.groundedness for s in samples if s.groundedness is not None),
+    )
+
+
+def _arm(data: ArmData) -> ArmMeasures:
+    n = data.n
+    rates: dict[str, float | None] = {
+        name: (data.counts.get(name, 0) / n if n else None) for name in _RATE_FLAGS
+    }
+    p50 = data.latency_p50 if data.latency_p50 is not None else _quantile(data.latencies, 0.5)
+    p95 = data.latency_p95 if data.latency_p95 is not None else _quantile(data.latencies, 0.95)
+    scores = data.groundedness
     return ArmMeasures(
         n=n,
-        counts=counts,
+        counts={name: data.counts.get(name, 0) for name in _RATE_FLAGS},
         rates=rates,
-        latency_p50=_quantile(latencies, 0.5),
-        latency_p95=_quantile(latencies, 0.95),
+        latency_p50=p50 if n else None,
+        latency_p95=p95 if n else None,
         # an unknown price is never 0: one unknown makes the mean unknown
-        cost_per_request=(sum(known) / len(known)) if known and not unknown else None,
-        cost_unknown=unknown,
+        cost_per_request=(sum(data.costs) / len(data.costs))
+        if data.costs and not data.cost_unknown
+        else None,
+        cost_unknown=data.cost_unknown,
         groundedness=(sum(scores) / len(scores)) if scores else None,
         groundedness_n=len(scores),
     )
+
+
+def arm_measures(samples: Sequence[RequestSample]) -> ArmMeasures:
+    """Aggregate one arm's samples."""
+    return _arm(arm_data(samples))
 
 
 def _bootstrap(
@@ -247,14 +303,37 @@ def compute_live_measures(
     window_start_ns: int | None = None,
     window_end_ns: int | None = None,
 ) -> LiveMeasures:
+    """Measure both arms from every request of each (see :func:`measures_from_arm_data`)."""
+    return measures_from_arm_data(
+        arm_data(baseline),
+        arm_data(candidate),
+        confidence=confidence,
+        widen_confidence=widen_confidence,
+        seed=seed,
+        window_start_ns=window_start_ns,
+        window_end_ns=window_end_ns,
+    )
+
+
+def measures_from_arm_data(
+    baseline: ArmData,
+    candidate: ArmData,
+    *,
+    confidence: float = 0.95,
+    widen_confidence: float = 0.8,
+    seed: int = 0,
+    window_start_ns: int | None = None,
+    window_end_ns: int | None = None,
+) -> LiveMeasures:
     """Measure both arms and each candidate-minus-baseline difference with an interval and a test.
 
-    Each difference also carries ``worst_case``: the one-sided ``widen_confidence`` upper bound of how much
-    worse the candidate may be (what a widen is judged on).
+    Rates use the exact counts; latency, cost and groundedness intervals are bootstrapped from the
+    arms' samples. Each difference also carries ``worst_case``: the one-sided ``widen_confidence`` upper
+    bound of how much worse the candidate may be (what a widen is judged on).
     """
     from replaygate.stats import two_proportion_diff
 
-    b, c = arm_measures(baseline), arm_measures(candidate)
+    b, c = _arm(baseline), _arm(candidate)
     diffs: list[MeasureDiff] = []
     for name in _RATE_FLAGS:
         kind, worse, label = MEASURES[name]
@@ -291,8 +370,8 @@ def compute_live_measures(
     def mean(m: np.ndarray) -> np.ndarray:
         return np.asarray(m.mean(axis=1))
 
-    bl = [s.latency_s for s in baseline]
-    cl = [s.latency_s for s in candidate]
+    bl = list(baseline.latencies)
+    cl = list(candidate.latencies)
     diffs.append(
         _continuous_diff(
             "latency_p50", bl, cl, b.latency_p50, c.latency_p50, q(0.5), confidence, widen_confidence, seed
@@ -311,8 +390,8 @@ def compute_live_measures(
             seed + 1,
         )
     )
-    bc = [s.cost_usd for s in baseline if s.cost_usd is not None]
-    cc = [s.cost_usd for s in candidate if s.cost_usd is not None]
+    bc = list(baseline.costs)
+    cc = list(candidate.costs)
     diffs.append(
         _continuous_diff(
             "cost_per_request",
@@ -326,8 +405,8 @@ def compute_live_measures(
             seed + 2,
         )
     )
-    bg = [s.groundedness for s in baseline if s.groundedness is not None]
-    cg = [s.groundedness for s in candidate if s.groundedness is not None]
+    bg = list(baseline.groundedness)
+    cg = list(candidate.groundedness)
     diffs.append(
         _continuous_diff(
             "groundedness",
@@ -366,8 +445,19 @@ def failure_series(
             bad[i] += int(s.error or s.empty or s.escalated)
         return n, bad
 
-    bn, bb = tally(baseline)
-    cn, cb = tally(candidate)
+    return series_from_bins(
+        {"baseline": tally(baseline), "candidate": tally(candidate)}, start_ns, end_ns, bins
+    )
+
+
+def series_from_bins(
+    bins: dict[str, tuple[list[int], list[int]]], start_ns: int, end_ns: int, n_bins: int
+) -> list[SeriesPoint]:
+    """The series from per-arm (requests, failed) counts per bin (what the store aggregates in SQL)."""
+    n_bins = max(1, n_bins)
+    width = max(1, (end_ns - start_ns) // n_bins + 1)
+    bn, bb = bins.get("baseline", ([0] * n_bins, [0] * n_bins))
+    cn, cb = bins.get("candidate", ([0] * n_bins, [0] * n_bins))
     return [
         SeriesPoint(
             start_ns + i * width,
@@ -376,5 +466,5 @@ def failure_series(
             cn[i],
             cb[i] / cn[i] if cn[i] else None,
         )
-        for i in range(bins)
+        for i in range(n_bins)
     ]

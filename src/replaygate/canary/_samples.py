@@ -8,6 +8,7 @@ package, cost is unknown and groundedness is left out (and the status says so).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -16,7 +17,7 @@ from replaygate.instrumentation._records import LlmCall, TraceRecord
 
 from replaygate.canary._measures import RequestSample
 
-__all__ = ["groundedness_scores", "sample_from_trace"]
+__all__ = ["calls_cost", "groundedness_of", "groundedness_scores", "sample_from_trace"]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -39,6 +40,21 @@ def _total_cost(calls: Sequence[LlmCall]) -> float | None:
     total = 0.0
     for call in calls:
         cost = _cached_call_cost(call)
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+@functools.lru_cache(maxsize=65536)
+def calls_cost(llm_calls: str) -> float | None:
+    """The price of one request from its stored ``llm_calls`` JSON (``[[model, provider, in, out], ...]``).
+
+    None when any call's price is unknown (never 0 for unknown); a request without LLM calls costs 0.
+    """
+    total = 0.0
+    for model, provider, input_tokens, output_tokens in json.loads(llm_calls):
+        cost = _price(model, provider, input_tokens, output_tokens)
         if cost is None:
             return None
         total += cost
@@ -92,6 +108,25 @@ def _score_arm(
         out[i] = replace(out[i], groundedness=float(verdict.score))
         picked += 1
     return out
+
+
+def groundedness_of(records: Sequence[TraceRecord], k: int) -> tuple[tuple[float, ...], str | None]:
+    """Score up to ``k`` of these answers (newest first, those with chunks) with the offline judge.
+
+    Returns the scores and a note when groundedness could not be measured (a judge failure is reported,
+    never counted as grounded).
+    """
+    if k <= 0:
+        return (), None
+    judge = _judge()
+    if judge is None:
+        return (), "groundedness not measured: the offline judge (replaygate-replay) is not installed"
+    samples = [sample_from_trace(r) for r in records]
+    try:
+        scored = _score_arm(judge, records, samples, k)
+    except Exception as exc:
+        return (), f"groundedness not measured: the judge failed ({type(exc).__name__}: {exc})"
+    return tuple(s.groundedness for s in scored if s.groundedness is not None), None
 
 
 def groundedness_scores(

@@ -3,7 +3,14 @@
 ``canary_state`` holds one row (id 1), the current rollout, with a ``version`` column for optimistic
 concurrency: an action reads the state, decides (pure), and writes ``WHERE version = <read>``; when another
 action won the race, it reads again and decides again. Every attempted action, refused or not, appends a
-row to ``canary_audit`` in the same transaction (on SQLite, triggers refuse UPDATE and DELETE on it).
+row to ``canary_audit`` in the same transaction (triggers refuse UPDATE and DELETE on it, on SQLite and
+PostgreSQL). The tables are declared in ``replaygate.store`` with every other table of the store.
+
+Live measures are aggregated here, in SQL, per arm and step (:meth:`CanaryStore.arm_data`): one query
+gives every arm's request count and flag counts (and, on PostgreSQL, exact latency quantiles with
+``percentile_cont``); one more per arm reads a bounded uniform sample (by trace id, which is random) of
+latencies and LLM calls for the intervals and the cost. A look costs O(arms × measures) queries whatever
+the number of traces; the failure-rate series is one ``GROUP BY`` over time bins.
 
 Routing clients read ``canary_state`` directly with stdlib ``sqlite3`` (``status``, ``share``, ``salt``,
 ``baseline_config_id``, ``candidate_config_id``, ``rollout_id``, ``version``): keep those columns.
@@ -18,76 +25,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from replaygate.instrumentation import StoreError
 from replaygate.instrumentation._store_db import resolve_store_url
-from sqlalchemy import (
-    BigInteger,
-    Boolean,
-    Column,
-    Engine,
-    Float,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    event,
-    insert,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy import ColumnElement, Engine, and_, case, func, insert, literal, or_, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._machine import RolloutState, Transition
+from replaygate.canary._measures import RATE_MEASURES, ArmData
+from replaygate.store import Store
+from replaygate.store._schema import canary_audit, canary_state, trace_traces
 
-__all__ = ["AuditEntry", "CanaryStore", "resolve_store_url"]
+__all__ = ["ARMS", "DEFAULT_SAMPLE", "AuditEntry", "CanaryStore", "resolve_store_url"]
 
-_metadata = MetaData()
-
-canary_state = Table(
-    "canary_state",
-    _metadata,
-    Column("id", Integer, primary_key=True),
-    Column("rollout_id", String(64)),
-    Column("status", String(16), nullable=False),
-    Column("step_index", Integer, nullable=False, default=0),
-    Column("plan", Text, nullable=False),
-    Column("share", Float, nullable=False),
-    Column("salt", String(64), nullable=False, default=""),
-    Column("decision_id", String(128)),
-    Column("baseline_config_id", String(256)),
-    Column("candidate_config_id", String(256)),
-    Column("started_ns", BigInteger),
-    Column("step_started_ns", BigInteger),
-    Column("updated_ns", BigInteger),
-    Column("auto_rollback", Boolean, nullable=False, default=True),
-    Column("reason", Text),
-    Column("version", Integer, nullable=False),
-)
-
-canary_audit = Table(
-    "canary_audit",
-    _metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("at_ns", BigInteger, nullable=False, index=True),
-    Column("rollout_id", String(64)),
-    Column("actor", String(256), nullable=False),
-    Column("action", String(32), nullable=False),
-    Column("outcome", String(16), nullable=False),
-    Column("from_state", String(64), nullable=False),
-    Column("to_state", String(64), nullable=False),
-    Column("reason", Text, nullable=False),
-    Column("details", Text),
-)
-
-_APPEND_ONLY = (
-    "CREATE TRIGGER IF NOT EXISTS canary_audit_no_update BEFORE UPDATE ON canary_audit "
-    "BEGIN SELECT RAISE(ABORT, 'canary_audit is append-only'); END",
-    "CREATE TRIGGER IF NOT EXISTS canary_audit_no_delete BEFORE DELETE ON canary_audit "
-    "BEGIN SELECT RAISE(ABORT, 'canary_audit is append-only'); END",
-)
+ARMS = ("baseline", "candidate")
+#: Requests per arm whose latency and cost are read for the intervals (uniform by trace id).
+DEFAULT_SAMPLE = 4000
+_T = trace_traces.c
 
 
 @dataclass(frozen=True)
@@ -148,40 +102,28 @@ def _state_values(state: RolloutState, version: int) -> dict[str, Any]:
 class CanaryStore:
     """The canary state and audit log in the shared store (SQLite file or any sqlalchemy URL)."""
 
-    def __init__(self, store: str | os.PathLike[str] | None = None, *, max_retries: int = 50) -> None:
-        self.url = resolve_store_url(store)
+    def __init__(self, store: str | os.PathLike[str] | Store | None = None, *, max_retries: int = 50) -> None:
         self.max_retries = max_retries
-        kwargs: dict[str, Any] = {"future": True}
-        if self.url.startswith("sqlite"):
-            kwargs["connect_args"] = {"timeout": 30}
+        self._owned = not isinstance(store, Store)
         try:
-            self.engine: Engine = create_engine(self.url, **kwargs)
-            if self.url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            _metadata.create_all(self.engine)
-            if self.engine.dialect.name == "sqlite":
-                with self.engine.begin() as conn:
-                    for ddl in _APPEND_ONLY:
-                        conn.execute(text(ddl))
-        except SQLAlchemyError as exc:  # not a database, unreachable, refused
-            raise CanaryError(
-                f"cannot open the canary tables in {self.url}: {getattr(exc, 'orig', None) or exc}; "
-                "check the --store path or URL"
-            ) from exc
-        except ImportError as exc:  # the URL's driver is not installed
-            raise CanaryError(
-                f"cannot open the canary tables in {self.url}: its database driver {exc.name or exc} is not "
-                "installed (for PostgreSQL: pip install 'psycopg[binary]')"
-            ) from exc
+            self.store = store if isinstance(store, Store) else Store(store)
+        except StoreError as exc:
+            raise CanaryError(f"cannot open the canary tables: {exc}") from exc
+        self.url = self.store.url
+        self.engine: Engine = self.store.engine
 
     def close(self) -> None:
-        """Release the connection pool."""
-        self.engine.dispose()
+        """Release the connection pool (when this object opened the store)."""
+        if self._owned:
+            self.store.close()
 
     def load(self) -> RolloutState:
         """Return the current rollout (idle when none was ever started)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(select(canary_state).where(canary_state.c.id == 1)).first()
+        try:
+            with self.store.read() as conn:
+                row = conn.execute(select(canary_state).where(canary_state.c.id == 1)).first()
+        except StoreError as exc:
+            raise CanaryError(str(exc)) from exc
         return RolloutState() if row is None else _row_to_state(row)
 
     def apply(
@@ -201,7 +143,7 @@ class CanaryStore:
             before = self.load()
             transition = decide(before)
             try:
-                with self.engine.begin() as conn:
+                with self.store.write() as conn:
                     if transition.changed:
                         values = _state_values(transition.after, before.version + 1)
                         if before.version == 0:  # no row yet: a concurrent insert fails on the key
@@ -236,9 +178,14 @@ class CanaryStore:
                     )
             except (_Retry, IntegrityError):
                 pass
-            except OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise CanaryError(f"cannot write the canary state in {self.url}: {exc.orig}") from exc
+            except StoreError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, IntegrityError):
+                    pass
+                elif not isinstance(cause, OperationalError) or (
+                    "locked" not in str(cause) and "busy" not in str(cause)
+                ):
+                    raise CanaryError(f"cannot write the canary state in {self.store.label}: {exc}") from exc
             else:
                 if transition.changed:
                     return Transition(
@@ -260,8 +207,11 @@ class CanaryStore:
         query = select(canary_audit).order_by(canary_audit.c.id.desc()).limit(limit)
         if rollout_id is not None:
             query = query.where(canary_audit.c.rollout_id == rollout_id)
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+        try:
+            with self.store.read() as conn:
+                rows = conn.execute(query).all()
+        except StoreError as exc:
+            raise CanaryError(str(exc)) from exc
         return [
             AuditEntry(
                 id=r.id,
@@ -278,14 +228,93 @@ class CanaryStore:
             for r in rows
         ]
 
+    # live measures, aggregated in SQL ---------------------------------------------------------------
+
+    def _window(self, since_ns: int, until_ns: int | None) -> list[ColumnElement[bool]]:
+        clauses = [_T.variant.in_(ARMS), _T.start_ns >= int(since_ns)]
+        if until_ns is not None:
+            clauses.append(_T.start_ns < int(until_ns))
+        return clauses
+
+    def arm_data(
+        self,
+        since_ns: int,
+        until_ns: int | None = None,
+        *,
+        cost: Callable[[str], float | None],
+        sample_size: int = DEFAULT_SAMPLE,
+    ) -> dict[str, ArmData]:
+        """Each arm's counts (exact) and a bounded sample of latencies and costs, for one window.
+
+        Args:
+            since_ns: the window's start (the step's start).
+            until_ns: its end (None: now).
+            cost: the cost (USD, None when unknown) of one trace's ``llm_calls`` JSON.
+            sample_size: at most this many requests per arm are read for latency and cost.
+        """
+        window = self._window(since_ns, until_ns)
+        columns: list[Any] = [
+            _T.variant,
+            func.count(),
+            *(func.coalesce(func.sum(_T[flag]), 0) for flag in RATE_MEASURES.values()),
+        ]
+        postgres = self.store.dialect == "postgresql"
+        if postgres:
+            columns += [func.percentile_cont(q).within_group(_T.latency_s.asc()) for q in (0.5, 0.95)]
+        with self.store.read() as conn:
+            totals = {
+                row[0]: row for row in conn.execute(select(*columns).where(*window).group_by(_T.variant))
+            }
+            out: dict[str, ArmData] = {}
+            for arm in ARMS:
+                row = totals.get(arm)
+                n = int(row[1]) if row is not None else 0
+                clauses = [_T.variant == arm, *window[1:]]
+                if n > sample_size:  # trace ids are random: a prefix bound is a uniform sample
+                    bound = format(min(16**8 - 1, int(16**8 * sample_size / n * 1.05)), "08x")
+                    clauses.append(_T.trace_id < bound)
+                sample = conn.execute(
+                    select(_T.latency_s, _T.llm_calls).where(*clauses).limit(sample_size)
+                ).all()
+                costs = [cost(calls) for _, calls in sample]
+                known = tuple(c for c in costs if c is not None)
+                counts = {
+                    name: int(row[2 + i]) if row is not None else 0 for i, name in enumerate(RATE_MEASURES)
+                }
+                out[arm] = ArmData(
+                    n=n,
+                    counts=counts,
+                    latencies=tuple(float(lat) for lat, _ in sample if lat is not None),
+                    costs=known,
+                    cost_unknown=len(costs) - len(known),
+                    latency_p50=float(row[-2])
+                    if postgres and row is not None and row[-2] is not None
+                    else None,
+                    latency_p95=float(row[-1])
+                    if postgres and row is not None and row[-1] is not None
+                    else None,
+                )
+        return out
+
+    def failure_bins(self, start_ns: int, end_ns: int, bins: int) -> dict[str, tuple[list[int], list[int]]]:
+        """Per arm: requests and failed requests (error, empty, escalated) in ``bins`` equal time bins."""
+        bins = max(1, bins)
+        width = max(1, (end_ns - start_ns) // bins + 1)
+        index = ((_T.start_ns - literal(int(start_ns))) // literal(int(width))).label("bin")
+        failed = case((or_(_T.error == 1, _T.empty == 1, _T.escalated == 1), 1), else_=0)
+        query = (
+            select(_T.variant, index, func.count(), func.sum(failed))
+            .where(and_(*self._window(start_ns, start_ns + width * bins)))
+            .group_by(_T.variant, index)
+        )
+        out = {arm: ([0] * bins, [0] * bins) for arm in ARMS}
+        with self.store.read() as conn:
+            for variant, i, n, bad in conn.execute(query):
+                k = min(bins - 1, max(0, int(i)))
+                out[variant][0][k] += int(n)
+                out[variant][1][k] += int(bad or 0)
+        return out
+
 
 class _Retry(Exception):
     pass
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    try:
-        cursor.execute("PRAGMA busy_timeout = 30000")
-    finally:
-        cursor.close()

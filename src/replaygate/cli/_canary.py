@@ -370,11 +370,17 @@ def serve_cmd(
 
     from replaygate.web import WebConfig, create_app, load_users
 
+    collect = None
+    if os.environ.get("REPLAYGATE_COLLECT_TOKEN"):  # the OTLP receiver on the same port
+        from replaygate.collect import receiver_from_env
+
+        collect = receiver_from_env(store)
     config = WebConfig(
         store=store,
         policy=policy,
         users=load_users(users),
         secure_cookies=not insecure_cookies,
+        collect=collect,
         reports_dir=reports_dir,
         golden=golden,
     )

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "drift": ("_gate", "Compare the latest two scheduled runs of an unchanged configuration."),
     "canary": ("_canary", "Canary releases: start, watch, widen, promote, roll back."),
     "serve": ("_canary", "Serve the release page."),
+    "collect": ("_collect", "Receive OTLP/HTTP spans and feedback from agents and write them to the store."),
     "hash-password": ("_canary", "Print a password hash for the users file of `replaygate serve`."),
     "doctor": (
         "_doctor",

@@ -1,14 +1,17 @@
 """``replaygate traces``, ``replaygate trace ID`` and ``replaygate failures``: read captured traces.
 
 Traces come from ``--source``: ``store`` (the default), ``phoenix`` or ``langfuse`` (``phoenix:URL``,
-``langfuse:URL`` to name the server; see ``replaygate.sources``). The store is ``--store PATH`` (a file
-or ``sqlite:///path`` URL), else ``$REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``.
+``langfuse:URL`` to name the server; see ``replaygate.sources``). The store is ``--store PATH`` (a file,
+a ``sqlite:///path`` or a ``postgresql+psycopg://`` URL), else ``$REPLAYGATE_STORE``, else
+``.replaygate/replaygate.db``. ``traces`` also reports the spans agents dropped before they reached the
+store (their export queue was full), as the agents reported them.
 Model output and retrieved text are untrusted: they are printed as plain text (never interpreted as
 rich markup) with control characters replaced.
 
 ``--json`` prints one stable document for scripts (``format_version`` 1)::
 
-    traces / failures: {"format_version": 1, "store": PATH, "traces": [TRACE, ...]}   newest first
+    traces / failures: {"format_version": 1, "store": PATH, "traces": [TRACE, ...],
+                        "dropped_spans": N}   newest first; N (stores only): spans agents dropped
     trace:             {"format_version": 1, "store": PATH, "trace": TRACE_DETAIL}
 
     TRACE = {trace_id, start (ISO-8601 UTC), start_ns, end_ns, latency_s, session_id, user_id,
@@ -39,11 +42,12 @@ import click
 from replaygate.instrumentation import ReplaygateError
 from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
-from replaygate.instrumentation._store import TraceStore
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
+
+from replaygate.store import TraceStore
 
 __all__ = [
     "JSON_FORMAT_VERSION",
@@ -256,16 +260,27 @@ def _trace_table(records: Sequence[TraceRecord], title: str, width: int) -> Tabl
 
 def _list(records: Sequence[TraceRecord], store: Any, as_json: bool, what: str) -> None:
     where = source_label(store)
+    dropped = store.drops().total if isinstance(store, TraceStore) else 0
     if as_json:
-        _emit_json(
-            {
-                "format_version": JSON_FORMAT_VERSION,
-                "store": where,
-                "traces": [trace_to_json(r) for r in records],
-            }
-        )
+        document: dict[str, Any] = {
+            "format_version": JSON_FORMAT_VERSION,
+            "store": where,
+            "traces": [trace_to_json(r) for r in records],
+        }
+        if isinstance(store, TraceStore):
+            document["dropped_spans"] = dropped
+        _emit_json(document)
         return
     console = _console()
+    if dropped:
+        console.print(
+            Text(
+                f"warning: agents dropped {dropped} spans before they reached this store (export queue full; "
+                f"{len(store.drops().sources)} processes): raise REPLAYGATE_QUEUE_SIZE or export through "
+                "`replaygate collect`",
+                style="yellow",
+            )
+        )
     if not records:
         console.print(Text(f"no {what} in {where}"))
         return

@@ -2,6 +2,7 @@
 
 Tables ``gate_reviews`` and ``gate_decisions`` live in the store given by a URL or a path (env
 ``REPLAYGATE_STORE``, default ``.replaygate/replaygate.db``); PostgreSQL URLs work as well as SQLite.
+The tables are declared in ``replaygate.store`` (mapped here with the ORM).
 """
 
 from __future__ import annotations
@@ -11,59 +12,62 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from replaygate.instrumentation import StoreError
 from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_url
 from replaygate.replay._runfile import content_hash
-from sqlalchemy import JSON, DateTime, Engine, String, Text, UniqueConstraint, create_engine, select
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session
 
 from replaygate.gate._errors import DecisionError
 from replaygate.gate._gate_model import GateReport
 from replaygate.gate._signing import DecisionOutcome, check_review, check_signable
+from replaygate.store import Store
+from replaygate.store import metadata as store_metadata
+from replaygate.store._schema import gate_decisions, gate_reviews, gate_supersessions
 
 __all__ = ["DEFAULT_STORE", "DecisionStore", "Review", "SignedDecision", "resolve_store_url"]
 
 
 class _Base(DeclarativeBase):
-    pass
+    metadata = store_metadata
 
 
 class _ReviewRow(_Base):
-    __tablename__ = "gate_reviews"
-    __table_args__ = (UniqueConstraint("report_id", "scenario_id", "reviewed_by"),)
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
-    report_id: Mapped[str] = mapped_column(String(64), index=True)
-    scenario_id: Mapped[str] = mapped_column(String(256))
-    reviewed_by: Mapped[str] = mapped_column(String(256))
-    note: Mapped[str] = mapped_column(Text)
-    reviewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    __table__ = gate_reviews
+    id: Mapped[int]
+    report_id: Mapped[str]
+    scenario_id: Mapped[str]
+    reviewed_by: Mapped[str]
+    note: Mapped[str]
+    reviewed_at: Mapped[datetime]
 
 
 class _DecisionRow(_Base):
-    __tablename__ = "gate_decisions"
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    report_id: Mapped[str] = mapped_column(String(64), index=True)
-    outcome: Mapped[str] = mapped_column(String(32))
-    signed_by: Mapped[str] = mapped_column(String(256))
-    reason: Mapped[str] = mapped_column(Text)
-    signed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    baseline_fingerprint: Mapped[dict[str, Any]] = mapped_column(JSON)
-    candidate_fingerprint: Mapped[dict[str, Any]] = mapped_column(JSON)
-    candidate_target: Mapped[str] = mapped_column(Text)
-    candidate_config_id: Mapped[str] = mapped_column(String(256))
-    report_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    __table__ = gate_decisions
+    id: Mapped[str]
+    report_id: Mapped[str]
+    outcome: Mapped[str]
+    signed_by: Mapped[str]
+    reason: Mapped[str]
+    signed_at: Mapped[datetime]
+    baseline_fingerprint: Mapped[dict[str, Any]]
+    candidate_fingerprint: Mapped[dict[str, Any]]
+    candidate_target: Mapped[str]
+    candidate_config_id: Mapped[str]
+    report_path: Mapped[str | None]
 
 
 class _SupersessionRow(_Base):
     """A decision replaced by a later one (``sign --supersede``): audited, the old one stays listed."""
 
-    __tablename__ = "gate_supersessions"
-    superseded_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    by_id: Mapped[str] = mapped_column(String(64), index=True)
-    report_id: Mapped[str] = mapped_column(String(64), index=True)
-    signed_by: Mapped[str] = mapped_column(String(256))
-    reason: Mapped[str] = mapped_column(Text)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    __table__ = gate_supersessions
+    superseded_id: Mapped[str]
+    by_id: Mapped[str]
+    report_id: Mapped[str]
+    signed_by: Mapped[str]
+    reason: Mapped[str]
+    at: Mapped[datetime]
 
 
 class Review(BaseModel):
@@ -140,24 +144,19 @@ class DecisionStore:
             ``.replaygate/replaygate.db``).
     """
 
-    def __init__(self, url: str | os.PathLike[str] | None = None) -> None:
-        self.url = resolve_store_url(url)
+    def __init__(self, url: str | os.PathLike[str] | Store | None = None) -> None:
+        self._owned = not isinstance(url, Store)
         try:
-            self._engine: Engine = create_engine(self.url)
-            _Base.metadata.create_all(self._engine)
-        except SQLAlchemyError as exc:
-            raise DecisionError(
-                f"decision store {self.url}: cannot open it ({getattr(exc, 'orig', None) or exc})"
-            ) from None
-        except ImportError as exc:
-            raise DecisionError(
-                f"decision store {self.url}: its database driver {exc.name or exc} is not installed "
-                "(for PostgreSQL: pip install 'psycopg[binary]')"
-            ) from None
+            self.store = url if isinstance(url, Store) else Store(url)
+        except StoreError as exc:
+            raise DecisionError(f"decision store: cannot open it ({exc})") from None
+        self.url = self.store.url
+        self._engine: Engine = self.store.engine
 
     def close(self) -> None:
-        """Release the store's connections."""
-        self._engine.dispose()
+        """Release the store's connections (when this object opened the store)."""
+        if self._owned:
+            self.store.close()
 
     def add_review(self, report: GateReport, scenario_id: str, reviewed_by: str, note: str) -> Review:
         """Mark a newly failing scenario of a report read (idempotent: a second review updates the note)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import wraps
@@ -12,6 +13,7 @@ from typing import Any, TypeVar, cast
 
 from flask import Flask, Response, abort, current_app, g, redirect, request, session, url_for
 from flask_wtf.csrf import CSRFError, CSRFProtect
+from replaygate.instrumentation import ReplaygateError
 
 from replaygate.canary import CanaryController
 from replaygate.web._config import User, WebConfig
@@ -143,6 +145,14 @@ def _fmt_ns(value: int | None) -> str:
     return datetime.fromtimestamp(value / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _config_from_env() -> WebConfig:
+    try:
+        return WebConfig.from_env()
+    except ReplaygateError as exc:  # a start-up error for a person, not a traceback
+        print(f"replaygate web: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
+
+
 def _as_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
 
@@ -153,6 +163,8 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     Args:
         config: a :class:`WebConfig` (or a mapping of its fields); unset secrets come from
             ``REPLAYGATE_SECRET_KEY``, ``REPLAYGATE_API_TOKEN``, users from ``REPLAYGATE_USERS``.
+            None (as ``gunicorn 'replaygate.web:create_app()'`` calls it): everything from the
+            environment (:meth:`WebConfig.from_env`); a missing secret key stops the start with a message.
     """
     from replaygate.web import (
         _api,
@@ -166,9 +178,10 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         _rollout,
     )
     from replaygate.web._config import load_users
+    from replaygate.web._scheduler import start_scheduled_checks
 
     if config is None:
-        config = WebConfig()
+        config = _config_from_env()
     elif isinstance(config, Mapping):
         config = WebConfig(**config)
     if not config.users:
@@ -195,6 +208,17 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         app.register_blueprint(module.bp)
     app.register_blueprint(_labels_view.bp)  # the reading queue (replaygate.labels)
     csrf.exempt(_api.bp)  # token-authenticated JSON API: no cookies, so no CSRF
+    if config.collect is not None:  # the OTLP receiver, bearer-token authenticated like the API
+        from replaygate.collect import collect_blueprint
+
+        collector = collect_blueprint(config.collect)
+        app.register_blueprint(collector)
+        csrf.exempt(collector)
+        app.config["MAX_CONTENT_LENGTH"] = max(
+            app.config["MAX_CONTENT_LENGTH"], config.collect.max_body_bytes
+        )
+    if config.auto_check and not config.testing:
+        start_scheduled_checks(app, config.check_interval_s)
     app.after_request(_security_headers)
     app.jinja_env.filters["ns_time"] = _fmt_ns
     app.jinja_env.filters["significant"] = significant

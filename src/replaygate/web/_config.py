@@ -1,4 +1,15 @@
-"""Configuration of the release page: users and roles, secrets, cookie flags, store and policy."""
+"""Configuration of the release page: users and roles, secrets, cookie flags, store and policy.
+
+:meth:`WebConfig.from_env` is what ``create_app()`` (no argument, as gunicorn calls it) reads:
+
+- ``REPLAYGATE_SECRET_KEY`` (required: every worker must sign cookies with the same key),
+- ``REPLAYGATE_STORE``, ``REPLAYGATE_POLICY`` (the gate policy file: the canary's tolerances),
+- ``REPLAYGATE_USERS`` (inline users YAML) or ``REPLAYGATE_USERS_FILE``,
+- ``REPLAYGATE_SECURE_COOKIES`` (default ``true``; ``false`` only for plain http on localhost),
+- ``REPLAYGATE_API_TOKEN`` (``POST /api/canary``), ``REPLAYGATE_COLLECT_TOKEN`` (serves the OTLP receiver's
+  ``/v1/traces`` and ``/v1/feedback`` too),
+- ``REPLAYGATE_CHECK_INTERVAL_S`` (default 30; 0 turns the scheduled automatic check off).
+"""
 
 from __future__ import annotations
 
@@ -108,8 +119,10 @@ class WebConfig:
         api_token: bearer token for ``POST /api/canary`` (``REPLAYGATE_API_TOKEN``; unset: API writes off).
         secure_cookies: set the cookie's Secure flag (turn off only for local http).
         controller: an already built controller (tests); otherwise opened from ``store`` and ``policy``.
-        auto_check: unused by the page (no GET changes state: run ``replaygate canary check`` on a
-            schedule, or ``POST /api/canary`` with ``check``).
+        auto_check: run the automatic check (auto-rollback on a breach) every ``check_interval_s``
+            seconds in a background thread of the app; never on a page view (no GET changes state).
+        check_interval_s: seconds between scheduled checks.
+        collect: an OTLP receiver (``replaygate.collect.Receiver``) to serve at ``/v1/traces``.
         reports_dir: where ``replaygate gate`` writes reports (every ``*/report.json`` below it is
             listed; ``REPLAYGATE_REPORTS``, default ``.replaygate/reports``).
         golden: the golden set promotions from the inbox write to (``REPLAYGATE_GOLDEN``, default
@@ -135,3 +148,56 @@ class WebConfig:
     login_limit: int = 20
     login_window_s: int = 900
     extra: dict[str, Any] = field(default_factory=dict)
+    check_interval_s: float = 30.0
+    collect: Any = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> WebConfig:
+        """The configuration of a deployed page (gunicorn), read from the environment.
+
+        Raises:
+            CanaryError: ``REPLAYGATE_SECRET_KEY`` is unset, or a variable has a bad value (the message
+                names it).
+        """
+        env = os.environ if env is None else env
+        secret = env.get("REPLAYGATE_SECRET_KEY", "")
+        if len(secret) < 16:
+            raise CanaryError(
+                "REPLAYGATE_SECRET_KEY must be set (16+ characters, the same for every worker) to serve the "
+                "page from the environment, e.g. export REPLAYGATE_SECRET_KEY=$(openssl rand -hex 32); "
+                "`replaygate serve` runs a local demo without it"
+            )
+        policy = env.get("REPLAYGATE_POLICY") or None
+        if policy is not None and not Path(policy).is_file():
+            raise CanaryError(f"REPLAYGATE_POLICY={policy}: no such file (the gate policy YAML)")
+        try:
+            interval = float(env.get("REPLAYGATE_CHECK_INTERVAL_S", "30"))
+        except ValueError:
+            raise CanaryError("REPLAYGATE_CHECK_INTERVAL_S must be a number of seconds") from None
+        collect = None
+        if env.get("REPLAYGATE_COLLECT_TOKEN"):
+            from replaygate.collect import receiver_from_env
+
+            collect = receiver_from_env(env.get("REPLAYGATE_STORE") or None, env["REPLAYGATE_COLLECT_TOKEN"])
+        return cls(
+            store=env.get("REPLAYGATE_STORE") or None,
+            policy=policy,
+            users=load_users(env.get("REPLAYGATE_USERS_FILE") or None),
+            secret_key=secret,
+            api_token=env.get("REPLAYGATE_API_TOKEN") or None,
+            secure_cookies=_flag(env, "REPLAYGATE_SECURE_COOKIES", True),
+            auto_check=interval > 0,
+            check_interval_s=max(interval, 1.0),
+            collect=collect,
+        )
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise CanaryError(f"{name}={raw!r}: use true or false")

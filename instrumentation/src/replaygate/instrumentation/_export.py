@@ -1,5 +1,11 @@
 """Bounded, asynchronous export: one span processor fanning out to one worker thread per exporter.
 
+Sampling (``sample_ratio`` < 1) is a tail decision per trace: spans of a trace the ratio does not keep
+are held until the trace's local root span ends, and sent only when one of its spans carries a failure
+signal (error status, ``replaygate.failure.reasons``, an escalation, ``mark_failure``): every failing
+trace reaches the store and OTLP whatever the ratio. Held spans are bounded (the oldest held trace is let
+go first). Negative feedback arriving later cannot bring back a trace that was sampled away.
+
 The agent's thread only appends the finished span to each exporter's bounded queue (or counts it as
 dropped when the queue is full). Each worker redacts its batch (and hashes content when that exporter's
 capture is off) and exports it, so a dead collector slows nothing but its own worker. Shutdown flushes
@@ -19,14 +25,32 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import StatusCode
+from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._health import HEALTH, fault, logger
 from replaygate.instrumentation._redaction import Redactor
 from replaygate.instrumentation._spancopy import transform_span
 from replaygate.instrumentation._trace_routes import is_captured, route_end, route_start
 
-__all__ = ["ExportSink", "Pipeline", "Slot", "sample_bound"]
+__all__ = ["MAX_HELD_TRACES", "ExportSink", "Pipeline", "Slot", "failure_signal", "sample_bound"]
 
 _MASK64 = (1 << 64) - 1
+#: Traces whose spans are held at once for the tail decision (the oldest is let go beyond it).
+MAX_HELD_TRACES = 4096
+_MAX_HELD_SPANS = 512
+WARN_EVERY_S = 60.0
+
+
+def failure_signal(span: ReadableSpan) -> bool:
+    """Whether a finished span marks its trace as a failure (kept by tail sampling)."""
+    if span.status is not None and span.status.status_code is StatusCode.ERROR:
+        return True
+    attributes = span.attributes or {}
+    return bool(
+        attributes.get(sc.RG_FAILURE_REASONS)
+        or attributes.get(sc.RG_ESCALATION)
+        or attributes.get(sc.RG_FAILURE_REASON)
+    )
 
 
 def sample_bound(ratio: float) -> int | None:
@@ -64,7 +88,7 @@ class ExportSink:
         self._closed = False
         self._abandon = False
         self._busy = 0
-        self._warned = False
+        self._warned_at = float("-inf")
         self._thread = self._start_worker()
         if hasattr(os, "register_at_fork"):
             # A forked child (gunicorn workers, multiprocessing) gets a fresh queue and worker thread.
@@ -93,16 +117,19 @@ class ExportSink:
         """Queue a finished span; count it as dropped when the queue is full or closed."""
         if self._closed or len(self._queue) >= self._max_queue:
             HEALTH.add("dropped_spans", exporter=self.name)
-            if not self._warned:
-                self._warned = True
-                if HEALTH.first_time(f"drop:{self.name}"):
-                    logger.warning(
-                        "replaygate: the %s export queue is full (%d spans) or closed; spans are dropped and "
-                        "counted in health()['dropped_spans']. Is the %s destination reachable?",
-                        self.name,
-                        self._max_queue,
-                        self.name,
-                    )
+            now = time.monotonic()
+            if now - self._warned_at >= WARN_EVERY_S:  # at most one warning a minute, with the total
+                self._warned_at = now
+                dropped = HEALTH.snapshot()["exporters"].get(self.name, {}).get("dropped_spans", 0)
+                logger.warning(
+                    "replaygate: the %s export queue is full (%d spans) or closed; %d spans dropped so far "
+                    "(health()['dropped_spans']; `replaygate traces` shows the store's). Is the %s "
+                    "destination reachable? Raise REPLAYGATE_QUEUE_SIZE for bursts.",
+                    self.name,
+                    self._max_queue,
+                    dropped,
+                    self.name,
+                )
             return
         self._queue.append(span)
         if len(self._queue) >= self._max_batch:
@@ -219,6 +246,8 @@ class Pipeline(SpanProcessor):
         self._scope = scope
         self._active: dict[int, int] = {}  # trace id -> replaygate spans open in it
         self._lock = threading.Lock()
+        self._held: dict[int, list[ReadableSpan]] = {}  # sampled-out traces waiting for their end
+        self._failed: dict[int, None] = {}  # sampled-out traces that failed: their later spans go out
 
     def _ours(self, span: ReadableSpan | Span) -> bool:
         scope = span.instrumentation_scope
@@ -250,15 +279,48 @@ class Pipeline(SpanProcessor):
                         self._active.pop(trace_id, None)
             elif trace_id not in self._active:
                 return False
-        return self._bound is None or (context.trace_id & _MASK64) < self._bound
+        return True
+
+    def _tail(self, span: ReadableSpan, trace_id: int) -> list[ReadableSpan]:
+        """The spans to send now for a trace the ratio did not keep (the tail decision)."""
+        root = span.parent is None or span.parent.is_remote
+        with self._lock:
+            if trace_id in self._failed:
+                if root:
+                    self._failed.pop(trace_id, None)
+                return [span]
+            if failure_signal(span):
+                held = self._held.pop(trace_id, [])
+                if not root:
+                    self._failed[trace_id] = None
+                    while len(self._failed) > MAX_HELD_TRACES:
+                        self._failed.pop(next(iter(self._failed)))
+                return [*held, span]
+            if root:
+                self._held.pop(trace_id, None)  # ended without a failure: sampled out
+                return []
+            held = self._held.setdefault(trace_id, [])
+            if len(held) < _MAX_HELD_SPANS:
+                held.append(span)
+            while len(self._held) > MAX_HELD_TRACES:
+                self._held.pop(next(iter(self._held)))
+            return []
 
     def on_end(self, span: ReadableSpan) -> None:
         if self._stopped:
             return
         try:
-            if self._keep(span):
+            if not self._keep(span):
+                return
+            trace_id = span.context.trace_id  # _keep checked the context
+            ready = (
+                [span]
+                if self._bound is None or (trace_id & _MASK64) < self._bound
+                else self._tail(span, trace_id)
+            )
+            for item in ready:
                 for sink in self.sinks:
-                    sink.offer(span)
+                    sink.offer(item)
         except Exception as exc:  # noqa: BLE001 - never reach the agent
             fault("span processor", exc)
 

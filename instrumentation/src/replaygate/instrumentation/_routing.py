@@ -18,8 +18,10 @@ inside the decorated entry point.
 
 The canary state is read from the replaygate store (the ``canary_state`` table of the SQLite file, stdlib
 ``sqlite3``, read-only) or from the release page's JSON endpoint (``GET /api/canary`` with ETag), and
-refreshed every ``refresh_s`` seconds. Routing is safe: when the state cannot be read (missing file,
-closed port, bad JSON), the baseline is served and the failure is counted (``RoutingClient.stats()``).
+refreshed every ``refresh_s`` seconds. ``choose_variant`` never waits on a read: a stale state starts a
+refresh in a background thread (one at a time) and the last known state is served meanwhile (the
+baseline until the first read has answered). Routing is safe: when the state cannot be read (missing
+file, closed port, bad JSON), the baseline is served and the failure is counted (``RoutingClient.stats()``).
 
 Environment variables:
 
@@ -157,7 +159,9 @@ class RoutingClient:
     """Reads the canary state from a store file or the page's URL, refreshed every ``refresh_s`` seconds.
 
     Thread-safe. Any read failure serves the baseline until the next successful refresh; failures are
-    counted in :meth:`stats`.
+    counted in :meth:`stats`. With ``background`` (the default), :meth:`state` and :meth:`choose` never
+    block: the first read starts at construction and later ones when the state is stale, each in a
+    background thread; with ``background=False`` a stale state is read in the caller's thread.
     """
 
     def __init__(
@@ -167,9 +171,12 @@ class RoutingClient:
         refresh_s: float = DEFAULT_REFRESH_S,
         timeout_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
         token: str | None = None,
     ) -> None:
         self.source = os.fspath(source)
+        self.background = background
+        self._refreshing = False
         self.token = token if token is not None else os.environ.get("REPLAYGATE_CANARY_TOKEN") or None
         self.refresh_s = float(refresh_s)
         self.timeout_s = float(timeout_s)
@@ -181,13 +188,47 @@ class RoutingClient:
         self._failures = 0
         self._refreshes = 0
         self._last_error: str | None = None
+        if background:
+            self._next_refresh = self._clock() + self.refresh_s
+            self._start_background()
 
     def state(self) -> RoutingState:
-        """Return the current state, refreshing it first when older than ``refresh_s``."""
-        with self._lock:
-            if self._clock() >= self._next_refresh:
-                self._refresh_locked()
-            return self._state
+        """Return the current state; a stale one is refreshed (in the background unless told otherwise)."""
+        if not self.background:
+            with self._lock:
+                if self._clock() >= self._next_refresh:
+                    self._refresh_locked()
+                return self._state
+        if self._clock() >= self._next_refresh and not self._refreshing:
+            with self._lock:
+                if self._clock() >= self._next_refresh and not self._refreshing:
+                    self._next_refresh = self._clock() + self.refresh_s
+                    self._start_background()
+        return self._state
+
+    def _start_background(self) -> None:
+        self._refreshing = True
+        try:
+            threading.Thread(target=self._background_refresh, name="replaygate-routing", daemon=True).start()
+        except RuntimeError:  # no new thread (interpreter shutting down): keep the last state
+            self._refreshing = False
+
+    def _background_refresh(self) -> None:
+        try:
+            state, etag, error = self._read()
+            with self._lock:
+                self._apply(state, etag, error)
+        finally:
+            self._refreshing = False
+
+    def wait_ready(self, timeout_s: float = 5.0) -> bool:
+        """Wait until the first read answered (tests, start-up scripts); False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while self._refreshes == 0 or self._refreshing:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
 
     def refresh(self) -> RoutingState:
         """Read the state now, whatever its age."""
@@ -214,38 +255,50 @@ class RoutingClient:
 
     def _refresh_locked(self) -> None:
         self._next_refresh = self._clock() + self.refresh_s
-        self._refreshes += 1
-        try:
-            self._state = self._read_url() if _is_url(self.source) else self._read_store()
-            self._last_error = None
-        except Exception as exc:  # any failure serves the baseline
-            self._failures += 1
-            if self._last_error is None:
-                _log.warning("replaygate routing: cannot read canary state from %s: %s", self.source, exc)
-            self._last_error = f"{type(exc).__name__}: {exc}"
-            self._state = BASELINE_ONLY
-            self._etag = None
+        self._apply(*self._read())
 
-    def _read_url(self) -> RoutingState:
+    def _read(self) -> tuple[RoutingState, str | None, Exception | None]:
+        """Read the state without holding the lock: (state, etag, None) or (baseline, None, error)."""
+        try:
+            if _is_url(self.source):
+                state, etag = self._read_url(self._etag, self._state)
+                return state, etag, None
+            return self._read_store(), None, None
+        except Exception as exc:  # any failure serves the baseline
+            return BASELINE_ONLY, None, exc
+
+    def _apply(self, state: RoutingState, etag: str | None, error: Exception | None) -> None:
+        self._refreshes += 1
+        if error is None:
+            self._state = state
+            self._etag = etag
+            self._last_error = None
+            return
+        self._failures += 1
+        if self._last_error is None:
+            _log.warning("replaygate routing: cannot read canary state from %s: %s", self.source, error)
+        self._last_error = f"{type(error).__name__}: {error}"
+        self._state = BASELINE_ONLY
+        self._etag = None
+
+    def _read_url(self, etag: str | None, known: RoutingState) -> tuple[RoutingState, str | None]:
         request = urllib.request.Request(self.source, headers={"Accept": "application/json"})
-        if self._etag is not None:
-            request.add_header("If-None-Match", self._etag)
+        if etag is not None:
+            request.add_header("If-None-Match", etag)
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                body = response.read()
-                etag = response.headers.get("ETag")
+                body = response.read(1 << 20)
+                new_etag = response.headers.get("ETag")
         except urllib.error.HTTPError as exc:
             if exc.code == 304:
-                return self._state
+                return known, etag
             raise
         data = json.loads(body)
         if not isinstance(data, dict):
             raise ValueError("the canary endpoint did not return a JSON object")
-        state = RoutingState.from_mapping(data)
-        self._etag = etag
-        return state
+        return RoutingState.from_mapping(data), new_etag
 
     def _read_store(self) -> RoutingState:
         path = resolve_store_path(self.source)

@@ -146,17 +146,28 @@ def _redact_patterns(explicit: Sequence[str], env: Mapping[str, str]) -> tuple[s
     return tuple(patterns)
 
 
+def _embedded(store: str | None) -> str | None:
+    """The embedded store is a SQLite file: any other database URL is refused with what to do instead."""
+    if store is not None and "://" in store and not store.startswith("sqlite"):
+        raise InstrumentationError(
+            f"store {store.split('@')[-1]!r} is not a SQLite file: an agent writes the embedded SQLite store "
+            "only. For a shared (PostgreSQL) store, export OTLP to `replaygate collect` "
+            "(OTEL_EXPORTER_OTLP_ENDPOINT) and set REPLAYGATE_STORE=off (or store=None) in the agent"
+        )
+    return store
+
+
 def _store(explicit: Any, env: Mapping[str, str]) -> str | None:
     if explicit is UNSET:
         raw = env.get("REPLAYGATE_STORE")
         if raw is None:
             return DEFAULT_STORE
-        return None if raw.strip().lower() in _OFF else raw.strip()
+        return None if raw.strip().lower() in _OFF else _embedded(raw.strip())
     if explicit is None or explicit is False:
         return None
     if explicit is True:
-        return env.get("REPLAYGATE_STORE") or DEFAULT_STORE
-    return str(os.fspath(explicit))
+        return _embedded(env.get("REPLAYGATE_STORE") or DEFAULT_STORE)
+    return _embedded(str(os.fspath(explicit)))
 
 
 def _otlp_endpoint(explicit: Any, protocol: str, env: Mapping[str, str]) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -31,38 +32,31 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation._normalize import span_to_record
 from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
-from replaygate.instrumentation._store_db import (
-    connect,
-    record_to_row,
-    resolve_store_path,
-    write_transaction,
-)
+from replaygate.instrumentation._store_db import connect, resolve_store_path, write_transaction
 from replaygate.instrumentation._store_rows import (
     SPAN_COLUMNS,
+    TRACE_COLUMNS,
+    batch_trace_rows,
+    build_records,
+    chunks,
+    feedback_value,
     load_feedback,
     load_spans,
     marks,
+    normalize_trace_id,
+    record_to_row,
     time_filter,
-    upsert_trace,
+    trace_id_range,
     where,
-    with_feedback,
 )
-from replaygate.instrumentation._summary import summarize_spans
 
 __all__ = ["StoreSpanExporter", "TraceStore"]
 
 _log = logging.getLogger("replaygate.instrumentation.store")
 _TRACE_COLUMNS = "trace_id, start_ns, end_ns"
-_HEX = frozenset("0123456789abcdef")
-
-
-def _normalize_trace_id(trace_id: str) -> str:
-    value = str(trace_id).strip().lower().removeprefix("0x")
-    if len(value) != 32 or not set(value) <= _HEX:
-        raise StoreError(f"{trace_id!r} is not a trace id: expected 32 hexadecimal characters")
-    return value
 
 
 class TraceStore:
@@ -138,21 +132,25 @@ class TraceStore:
         trace_ids = sorted({r.trace_id for r in records})
 
         def work(conn: sqlite3.Connection) -> None:
+            prior = {
+                row[0]
+                for part in chunks(trace_ids)
+                for row in conn.execute(
+                    f"SELECT DISTINCT trace_id FROM trace_spans WHERE trace_id IN ({marks(len(part))})",
+                    list(part),
+                )
+            }
             conn.executemany(
                 f"INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) VALUES ({marks(11)})", rows
             )
-            with_agents = [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT DISTINCT trace_id FROM trace_spans WHERE kind = 'agent' "
-                    f"AND trace_id IN ({marks(len(trace_ids))})",
-                    trace_ids,
-                )
-            ]
-            spans = load_spans(conn, with_agents)
-            feedback = load_feedback(conn, with_agents)
-            for trace_id in with_agents:
-                upsert_trace(conn, spans[trace_id], [f["score"] for f in feedback.get(trace_id, [])])
+            values = batch_trace_rows(
+                records, prior, lambda ids: load_spans(conn, ids), load_feedback(conn, trace_ids)
+            )
+            conn.executemany(
+                f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) "
+                f"VALUES ({marks(len(TRACE_COLUMNS))})",
+                [tuple(v[c] for c in TRACE_COLUMNS) for v in values],
+            )
 
         self._write("write spans", work)
 
@@ -170,13 +168,7 @@ class TraceStore:
         Raises:
             StoreError: a malformed trace id, a score outside [-1, 1], or a store that cannot be written.
         """
-        trace = _normalize_trace_id(trace_id)
-        value = (1.0 if score else -1.0) if isinstance(score, bool) else score
-        if not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
-            raise StoreError(
-                f"feedback score {score!r} for trace {trace} must be a number in [-1, 1] or a bool"
-            )
-        value = float(value)
+        trace, value = feedback_value(trace_id, score)
 
         def work(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -190,12 +182,26 @@ class TraceStore:
                 if row is not None:
                     reasons = ordered_reasons((*json.loads(row[0]), "negative_feedback"))
                     conn.execute(
-                        "UPDATE trace_traces SET failure = 1, failure_reasons = ?, updated_ns = ? "
-                        "WHERE trace_id = ?",
+                        "UPDATE trace_traces SET failure = 1, negative_feedback = 1, failure_reasons = ?, "
+                        "updated_ns = ? WHERE trace_id = ?",
                         (json.dumps(list(reasons)), time.time_ns(), trace),
                     )
 
         self._write("record feedback", work)
+
+    def record_drops(self, source: str, dropped: int) -> None:
+        """Report that the process ``source`` has dropped ``dropped`` spans so far (a running total)."""
+        now = time.time_ns()
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO trace_drops (source, dropped, first_ns, updated_ns) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (source) DO UPDATE SET dropped = excluded.dropped, "
+                "updated_ns = excluded.updated_ns",
+                (source, int(dropped), now, now),
+            )
+
+        self._write("record dropped spans", work)
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -211,22 +217,7 @@ class TraceStore:
         def work(conn: sqlite3.Connection) -> list[TraceRecord]:
             rows = conn.execute(sql, params).fetchall()
             ids = [row[0] for row in rows]
-            spans = load_spans(conn, ids)
-            feedback = load_feedback(conn, ids)
-            records = []
-            for trace_id, start_ns, end_ns in rows:
-                items = feedback.get(trace_id, [])
-                summary = with_feedback(summarize_spans(spans.get(trace_id, [])), (f["score"] for f in items))
-                records.append(
-                    TraceRecord(
-                        summary=summary,
-                        spans=tuple(spans.get(trace_id, [])),
-                        start_ns=start_ns,
-                        end_ns=end_ns,
-                        feedback=tuple(items),
-                    )
-                )
-            return records
+            return build_records(rows, load_spans(conn, ids), load_feedback(conn, ids))
 
         result: list[TraceRecord] = self._read(what, work)
         return result
@@ -276,7 +267,7 @@ class TraceStore:
         Raises:
             StoreError: no trace with that id in this store.
         """
-        trace = _normalize_trace_id(trace_id)
+        trace = normalize_trace_id(trace_id)
         found = self._records("read a trace", "WHERE t.trace_id = ?", [trace], "t.start_ns", 1)
         if not found:
             raise StoreError(
@@ -291,12 +282,9 @@ class TraceStore:
         Raises:
             StoreError: no stored trace, or several, start with that prefix.
         """
-        value = str(prefix).strip().lower().removeprefix("0x")
-        if len(value) == 32:
-            return _normalize_trace_id(value)
-        if not 6 <= len(value) < 32 or not set(value) <= _HEX:
-            raise StoreError(f"{prefix!r} is not a trace id or prefix: give 6 to 32 hexadecimal characters")
-        upper = value + "g"  # sorts after every hex continuation of the prefix
+        value, upper = trace_id_range(prefix)
+        if upper is None:
+            return value
 
         def work(conn: sqlite3.Connection) -> list[str]:
             rows = conn.execute(
@@ -346,6 +334,15 @@ class StoreSpanExporter(SpanExporter):
         self.failed_spans = 0
         self.failed_batches = 0
         self.last_error: str | None = None
+        self._source = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
+        self._reported_drops = 0
+
+    def _report_drops(self) -> None:
+        """Write this process's drop count (queue full) to the store, where ``replaygate traces`` shows it."""
+        dropped = int(HEALTH.snapshot()["exporters"].get("store", {}).get("dropped_spans", 0))
+        if dropped > self._reported_drops and self._store is not None:
+            self._store.record_drops(self._source, dropped)
+            self._reported_drops = dropped
 
     def stats(self) -> dict[str, Any]:
         """Counters: exported spans, failed spans and batches, and the last error message."""
@@ -366,6 +363,7 @@ class StoreSpanExporter(SpanExporter):
                 if self._store is None:
                     self._store = TraceStore(self._target)
                 self._store.write_spans(records)
+                self._report_drops()
             except Exception as exc:  # noqa: BLE001 - nothing may reach the agent through the SDK
                 return self._fail(len(spans), f"{type(exc).__name__}: {exc}")
             self.exported_spans += len(records)
@@ -381,10 +379,14 @@ class StoreSpanExporter(SpanExporter):
         return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
-        """Close the store; later exports fail (and are counted)."""
+        """Report the last drop count, close the store; later exports fail (and are counted)."""
         with self._lock:
             self._closed = True
             if self._store is not None:
+                try:
+                    self._report_drops()
+                except Exception:  # noqa: BLE001 - shutting down: nothing may reach the agent
+                    pass
                 self._store.close()
                 self._store = None
 

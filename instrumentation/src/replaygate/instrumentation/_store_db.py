@@ -8,20 +8,20 @@ holds the lock.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
 from replaygate.instrumentation._errors import StoreError
-from replaygate.instrumentation._records import SpanKind, SpanRecord
+from replaygate.instrumentation._store_rows import record_from_row, record_to_row, refresh_all_traces
 
 __all__ = [
     "DEFAULT_STORE",
+    "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_ENV",
     "connect",
@@ -34,7 +34,7 @@ __all__ = [
 
 STORE_ENV = "REPLAYGATE_STORE"
 DEFAULT_STORE = ".replaygate/replaygate.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 WRITE_DEADLINE_S = 60.0
 
@@ -61,8 +61,26 @@ _SCHEMA_V1 = (
     "CREATE INDEX IF NOT EXISTS trace_feedback_by_trace ON trace_feedback (trace_id)",
 )
 
-#: Statements that bring a store from version ``v`` to ``v + 1``, keyed by ``v`` (0 = empty file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _SCHEMA_V1}
+# v2: the canary's per-request measures on each trace row (aggregated in SQL), and agents' drop counts.
+_SCHEMA_V2: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "ALTER TABLE trace_traces ADD COLUMN error INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE trace_traces ADD COLUMN empty INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE trace_traces ADD COLUMN escalated INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE trace_traces ADD COLUMN negative_feedback INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE trace_traces ADD COLUMN latency_s REAL",
+    "ALTER TABLE trace_traces ADD COLUMN llm_calls TEXT NOT NULL DEFAULT '[]'",
+    """CREATE TABLE IF NOT EXISTS trace_drops (
+        source TEXT PRIMARY KEY, dropped INTEGER NOT NULL, first_ns INTEGER NOT NULL,
+        updated_ns INTEGER NOT NULL)""",
+    refresh_all_traces,
+)
+
+#: Steps that bring a store from version ``v`` to ``v + 1``, keyed by ``v`` (0 = empty file): SQL
+#: statements, or functions run on the connection inside the same transaction.
+MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
+    0: _SCHEMA_V1,
+    1: _SCHEMA_V2,
+}
 
 
 def resolve_store_path(url_or_path: str | os.PathLike[str] | None) -> Path:
@@ -162,8 +180,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         "CREATE TABLE IF NOT EXISTS trace_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)"
     )
     while version < SCHEMA_VERSION:
-        for statement in MIGRATIONS[version]:
-            conn.execute(statement)
+        for step in MIGRATIONS[version]:
+            if callable(step):
+                step(conn)
+            else:
+                conn.execute(step)
         version += 1
     conn.execute("INSERT OR REPLACE INTO trace_schema (id, version) VALUES (1, ?)", (version,))
 
@@ -207,42 +228,3 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
             "file away and a new store is created)"
         ) from exc
     return conn
-
-
-def record_to_row(record: SpanRecord) -> tuple[Any, ...]:
-    """The ``trace_spans`` row of one span (attributes and events as JSON)."""
-    return (
-        record.trace_id,
-        record.span_id,
-        record.parent_id,
-        record.name,
-        record.kind,
-        record.start_ns,
-        record.end_ns,
-        record.status,
-        record.status_message,
-        json.dumps(record.attributes, ensure_ascii=False, default=str),
-        json.dumps(list(record.events), ensure_ascii=False, default=str),
-    )
-
-
-_KINDS = {"agent", "retrieval", "tool", "llm", "other"}
-_STATUSES = {"ok", "error", "unset"}
-
-
-def record_from_row(row: Iterable[Any]) -> SpanRecord:
-    """Rebuild a :class:`SpanRecord` from a ``trace_spans`` row."""
-    (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, message, attributes, events) = row
-    return SpanRecord(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_id=parent_id,
-        name=name,
-        kind=cast(SpanKind, kind if kind in _KINDS else "other"),
-        start_ns=int(start_ns),
-        end_ns=int(end_ns),
-        status=status if status in _STATUSES else "unset",
-        status_message=message,
-        attributes=json.loads(attributes),
-        events=tuple(json.loads(events)),
-    )

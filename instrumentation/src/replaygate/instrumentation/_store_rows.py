@@ -1,6 +1,9 @@
-"""Row-level SQL of the trace store: load spans and feedback, refresh a trace's row, build filters.
+"""Rows of the trace store: span rows, the per-trace row (the same for every writer), and SQLite reads.
 
-Plain functions over an open ``sqlite3.Connection``; transactions are the caller's (``_store.py``).
+:func:`trace_row_values` is the one definition of a trace's row (times, session, variant, previews, failure
+reasons and the canary's per-request measures: error, empty answer, escalation, negative feedback, latency,
+LLM calls), used by this SQLite writer and by the control plane's SQLAlchemy store alike. The other
+functions are plain SQL over an open ``sqlite3.Connection``; transactions are the caller's (``_store.py``).
 """
 
 from __future__ import annotations
@@ -9,15 +12,32 @@ import dataclasses
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
-from replaygate.instrumentation._records import SpanRecord, TraceSummary, ordered_reasons
-from replaygate.instrumentation._store_db import record_from_row
+from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._records import (
+    SpanKind,
+    SpanRecord,
+    TraceRecord,
+    TraceSummary,
+    ordered_reasons,
+)
 from replaygate.instrumentation._summary import summarize_spans
 
 __all__ = [
     "SPAN_COLUMNS",
+    "TRACE_COLUMNS",
+    "batch_trace_rows",
+    "build_records",
+    "feedback_value",
+    "normalize_trace_id",
+    "trace_id_range",
+    "chunks",
+    "record_from_row",
+    "record_to_row",
+    "refresh_all_traces",
+    "trace_row_values",
     "load_feedback",
     "load_spans",
     "marks",
@@ -31,12 +51,123 @@ PREVIEW_CHARS = 200
 SPAN_COLUMNS = (
     "trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, status_message, attributes, events"
 )
+#: The columns of ``trace_traces``, in the order :func:`trace_row` gives them.
+TRACE_COLUMNS = (
+    "trace_id",
+    "start_ns",
+    "end_ns",
+    "session_id",
+    "user_id",
+    "agent_name",
+    "variant",
+    "config_id",
+    "input_preview",
+    "output_preview",
+    "failure",
+    "failure_reasons",
+    "updated_ns",
+    "error",
+    "empty",
+    "escalated",
+    "negative_feedback",
+    "latency_s",
+    "llm_calls",
+)
+_KINDS = {"agent", "retrieval", "tool", "llm", "other"}
+_STATUSES = {"ok", "error", "unset"}
+
+
+def record_to_row(record: SpanRecord) -> tuple[Any, ...]:
+    """The ``trace_spans`` row of one span (attributes and events as JSON)."""
+    return (
+        record.trace_id,
+        record.span_id,
+        record.parent_id,
+        record.name,
+        record.kind,
+        record.start_ns,
+        record.end_ns,
+        record.status,
+        record.status_message,
+        json.dumps(record.attributes, ensure_ascii=False, default=str),
+        json.dumps(list(record.events), ensure_ascii=False, default=str),
+    )
+
+
+def record_from_row(row: Iterable[Any]) -> SpanRecord:
+    """Rebuild a :class:`SpanRecord` from a ``trace_spans`` row."""
+    (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, message, attributes, events) = row
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        kind=cast(SpanKind, kind if kind in _KINDS else "other"),
+        start_ns=int(start_ns),
+        end_ns=int(end_ns),
+        status=status if status in _STATUSES else "unset",
+        status_message=message,
+        attributes=json.loads(attributes),
+        events=tuple(json.loads(events)),
+    )
 
 
 def _preview(text: str | None) -> str | None:
     if text is None:
         return None
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def normalize_trace_id(trace_id: str) -> str:
+    """A trace id as stored: 32 lowercase hex characters (``0x`` and case accepted)."""
+    value = str(trace_id).strip().lower().removeprefix("0x")
+    if len(value) != 32 or not set(value) <= _HEX:
+        raise StoreError(f"{trace_id!r} is not a trace id: expected 32 hexadecimal characters")
+    return value
+
+
+def trace_id_range(prefix: str) -> tuple[str, str | None]:
+    """``(full id, None)`` for a full id, else ``(low, high)``: the ids that start with ``prefix``."""
+    value = str(prefix).strip().lower().removeprefix("0x")
+    if len(value) == 32:
+        return normalize_trace_id(value), None
+    if not 6 <= len(value) < 32 or not set(value) <= _HEX:
+        raise StoreError(f"{prefix!r} is not a trace id or prefix: give 6 to 32 hexadecimal characters")
+    return value, value + "g"  # "g" sorts after every hex continuation of the prefix
+
+
+def feedback_value(trace_id: str, score: float | bool) -> tuple[str, float]:
+    """Validate one feedback: the normalized trace id and the score as a float in [-1, 1]."""
+    trace = normalize_trace_id(trace_id)
+    value = (1.0 if score else -1.0) if isinstance(score, bool) else score
+    if not isinstance(value, int | float) or not -1.0 <= float(value) <= 1.0:
+        raise StoreError(f"feedback score {score!r} for trace {trace} must be a number in [-1, 1] or a bool")
+    return trace, float(value)
+
+
+def build_records(
+    rows: Iterable[Sequence[Any]],
+    spans: dict[str, list[SpanRecord]],
+    feedback: dict[str, list[dict[str, Any]]],
+) -> list[TraceRecord]:
+    """Trace records from ``(trace_id, start_ns, end_ns)`` rows and their spans and feedback."""
+    records = []
+    for trace_id, start_ns, end_ns in rows:
+        items = feedback.get(trace_id, [])
+        summary = with_feedback(summarize_spans(spans.get(trace_id, [])), (f["score"] for f in items))
+        records.append(
+            TraceRecord(
+                summary=summary,
+                spans=tuple(spans.get(trace_id, [])),
+                start_ns=int(start_ns),
+                end_ns=int(end_ns),
+                feedback=tuple(items),
+            )
+        )
+    return records
 
 
 def with_feedback(summary: TraceSummary, scores: Iterable[float]) -> TraceSummary:
@@ -71,14 +202,14 @@ def time_filter(since_ns: int | None, until_ns: int | None) -> tuple[list[str], 
     return clauses, params
 
 
-def _chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
+def chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
     for index in range(0, len(ids), size):
         yield ids[index : index + size]
 
 
 def load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
     spans: dict[str, list[SpanRecord]] = {}
-    for part in _chunks(trace_ids):
+    for part in chunks(trace_ids):
         rows = conn.execute(
             f"SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id IN ({marks(len(part))}) "
             "ORDER BY start_ns, end_ns",
@@ -92,7 +223,7 @@ def load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, 
 
 def load_feedback(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     feedback: dict[str, list[dict[str, Any]]] = {}
-    for part in _chunks(trace_ids):
+    for part in chunks(trace_ids):
         rows = conn.execute(
             f"SELECT trace_id, score, comment, created_ns FROM trace_feedback "
             f"WHERE trace_id IN ({marks(len(part))}) ORDER BY created_ns, id",
@@ -105,25 +236,85 @@ def load_feedback(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[st
     return feedback
 
 
+def trace_row_values(spans: Sequence[SpanRecord], scores: Iterable[float]) -> dict[str, Any]:
+    """The ``trace_traces`` row of a trace from all its spans and its feedback scores.
+
+    The per-request measures follow the canary's definitions: an error (exception) is not also an empty
+    answer; negative feedback is any score below 0.
+    """
+    summary = with_feedback(summarize_spans(list(spans)), scores)
+    reasons = summary.failure_reasons
+    error = summary.error is not None or "exception" in reasons
+    empty = not error and (summary.output is None or not summary.output.strip() or "empty_answer" in reasons)
+    calls = [[c.model, c.provider, c.input_tokens, c.output_tokens] for c in summary.llm_calls]
+    return {
+        "trace_id": summary.trace_id,
+        "start_ns": _int64(min(s.start_ns for s in spans)),
+        "end_ns": _int64(max(s.end_ns for s in spans)),
+        "session_id": summary.session_id,
+        "user_id": summary.user_id,
+        "agent_name": summary.agent_name,
+        "variant": summary.variant,
+        "config_id": summary.config_id,
+        "input_preview": _preview(summary.turns[-1] if summary.turns else None),
+        "output_preview": _preview(summary.output),
+        "failure": 1 if reasons else 0,
+        "failure_reasons": json.dumps(list(reasons)),
+        "updated_ns": time.time_ns(),
+        "error": int(error),
+        "empty": int(empty),
+        "escalated": int(summary.escalated or "escalation" in reasons),
+        "negative_feedback": int("negative_feedback" in reasons),
+        "latency_s": float(summary.latency_s),
+        "llm_calls": json.dumps(calls),
+    }
+
+
+def batch_trace_rows(
+    records: Sequence[SpanRecord],
+    prior: set[str],
+    load: Callable[[list[str]], dict[str, list[SpanRecord]]],
+    feedback: dict[str, list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """The rows of the traces one written batch touches (those with an agent span), for any writer.
+
+    Args:
+        records: the batch (already written to ``trace_spans``).
+        prior: ids of the batch's traces that had spans stored before it: only those are re-read.
+        load: reads every stored span of the given traces (after the batch was written).
+        feedback: stored feedback of the batch's traces.
+    """
+    by_trace: dict[str, dict[str, SpanRecord]] = {}
+    for record in records:
+        by_trace.setdefault(record.trace_id, {})[record.span_id] = record
+    loaded = load(sorted(t for t in by_trace if t in prior)) if prior else {}
+    rows = []
+    for trace_id in sorted(by_trace):
+        if trace_id in prior:
+            spans = loaded.get(trace_id, [])
+        else:
+            spans = sorted(by_trace[trace_id].values(), key=lambda s: (s.start_ns, s.end_ns))
+        if any(s.kind == "agent" for s in spans):
+            scores = [f["score"] for f in feedback.get(trace_id, [])]
+            rows.append(trace_row_values(spans, scores))
+    return rows
+
+
 def upsert_trace(conn: sqlite3.Connection, spans: list[SpanRecord], scores: list[float]) -> None:
-    summary = with_feedback(summarize_spans(spans), scores)
+    values = trace_row_values(spans, scores)
     conn.execute(
-        "INSERT OR REPLACE INTO trace_traces (trace_id, start_ns, end_ns, session_id, user_id, agent_name, "
-        "variant, config_id, input_preview, output_preview, failure, failure_reasons, updated_ns) "
-        f"VALUES ({marks(13)})",
-        (
-            summary.trace_id,
-            min(s.start_ns for s in spans),
-            max(s.end_ns for s in spans),
-            summary.session_id,
-            summary.user_id,
-            summary.agent_name,
-            summary.variant,
-            summary.config_id,
-            _preview(summary.turns[-1] if summary.turns else None),
-            _preview(summary.output),
-            1 if summary.failure_reasons else 0,
-            json.dumps(list(summary.failure_reasons)),
-            time.time_ns(),
-        ),
+        f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) "
+        f"VALUES ({marks(len(TRACE_COLUMNS))})",
+        tuple(values[c] for c in TRACE_COLUMNS),
     )
+
+
+def refresh_all_traces(conn: sqlite3.Connection) -> None:
+    """Recompute every trace row from its spans and feedback (a migration that adds row columns)."""
+    ids = [row[0] for row in conn.execute("SELECT trace_id FROM trace_traces")]
+    for part in chunks(ids):
+        spans = load_spans(conn, part)
+        feedback = load_feedback(conn, part)
+        for trace_id in part:
+            if spans.get(trace_id):
+                upsert_trace(conn, spans[trace_id], [f["score"] for f in feedback.get(trace_id, [])])

@@ -1,0 +1,146 @@
+"""Time of one canary look (``CanaryController.status``: counts, quantiles, cost, intervals, evidence)
+with 1k, 10k and 100k traces in the step, on SQLite and PostgreSQL, side by side.
+
+    uv run --locked python bench/canary_scale.py [--sizes 1000,10000,100000]
+
+Target: < 0.5 s at 100k on both, flat in the number of traces. Trace rows are inserted directly (the
+columns the writers compute), half per arm; groundedness sampling is off (it reads a fixed 4k traces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _pg import postgres  # noqa: E402
+
+
+def _decision():  # type: ignore[no-untyped-def]
+    from replaygate.gate import SignedDecision
+
+    fp = {"declared_versions": {"config_id": "base"}}
+    return SignedDecision(
+        id="dec-bench",
+        report_id="r",
+        outcome="pass",
+        signed_by="bench",
+        reason="bench",
+        signed_at=datetime.now(UTC),
+        baseline_fingerprint=fp,
+        candidate_fingerprint={"declared_versions": {"config_id": "cand"}},
+        candidate_target="t",
+        candidate_config_id="cand",
+    )
+
+
+class _Decisions:
+    def get(self, decision_id: str):  # type: ignore[no-untyped-def]
+        return _decision()
+
+    def list_decisions(self, outcomes=None):  # type: ignore[no-untyped-def]
+        return [_decision()]
+
+
+def fill(url: str, n: int, start_ns: int) -> None:
+    from replaygate.store import TraceStore, upsert
+    from replaygate.store._schema import trace_traces
+
+    rng = random.Random(n)
+    calls = json.dumps([["gpt-4o-mini", "openai", 500, 60]])
+    with TraceStore(url) as store:
+        for lo in range(0, n, 20_000):
+            rows = []
+            for i in range(lo, min(n, lo + 20_000)):
+                variant = "candidate" if i % 2 else "baseline"
+                rows.append(
+                    {
+                        "trace_id": hashlib.md5(f"{url}{i}".encode()).hexdigest(),
+                        "start_ns": start_ns + i,
+                        "end_ns": start_ns + i + 10**9,
+                        "session_id": f"s{i}",
+                        "user_id": None,
+                        "agent_name": "a",
+                        "variant": variant,
+                        "config_id": variant,
+                        "input_preview": "q",
+                        "output_preview": "a",
+                        "failure": 0,
+                        "failure_reasons": "[]",
+                        "updated_ns": start_ns,
+                        "error": int(rng.random() < 0.01),
+                        "empty": 0,
+                        "escalated": int(rng.random() < 0.05),
+                        "negative_feedback": 0,
+                        "latency_s": rng.lognormvariate(0, 0.3),
+                        "llm_calls": calls,
+                    }
+                )
+            with store.store.write() as conn:
+                upsert(conn, trace_traces, rows, ("trace_id",))
+
+
+def look_time(url: str, n: int) -> float:
+    from replaygate.canary import CanaryController, CanarySettings, CanaryStore
+    from replaygate.store import TraceStore
+
+    canary = CanaryStore(url)
+    ctl = CanaryController(
+        canary, TraceStore(canary.store), _Decisions(), settings=CanarySettings(groundedness_sample=0)
+    )
+    ctl.start("dec-bench", actor="bench")
+    fill(url, n, ctl.state().step_started_ns or time.time_ns())
+    ctl.status()  # warm: first connection, caches
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        status = ctl.status()
+        times.append(time.perf_counter() - t0)
+    assert status.measures is not None and status.measures.baseline.n + status.measures.candidate.n == n
+    canary.close()
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    args = parser.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        results["SQLite"] = [look_time(f"sqlite:///{d}/s{n}.db", n) for n in sizes]
+    with postgres() as pg:
+        if pg is not None:
+            import psycopg
+
+            admin = pg.replace("postgresql+psycopg", "postgresql").rsplit("/", 1)[0] + "/postgres"
+            urls = []
+            for n in sizes:
+                with psycopg.connect(admin, autocommit=True) as c:
+                    c.execute(f'CREATE DATABASE "scale_{n}"')
+                urls.append(pg.rsplit("/", 1)[0] + f"/scale_{n}")
+            results["PostgreSQL"] = [look_time(u, n) for u, n in zip(urls, sizes, strict=True)]
+        else:
+            print("PostgreSQL not installed: its column is left out")
+    print(
+        f"{'traces in step':>15} "
+        + " ".join(f"{k + ' (s)':>16}" for k in results)
+        + " "
+        + " ".join(f"{k + ' vs 1st':>16}" for k in results)
+    )
+    for i, n in enumerate(sizes):
+        cells = " ".join(f"{v[i]:16.3f}" for v in results.values())
+        ratios = " ".join(f"{v[i] / v[0]:16.2f}" for v in results.values())
+        print(f"{n:15d} {cells} {ratios}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""``replaygate collect``: the OTLP/HTTP receiver in front of the store (see ``replaygate.collect``)."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["register"]
+
+
+@click.command("collect")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=4318, show_default=True, help="Port (4318 is OTLP/HTTP's).")
+@click.option(
+    "--store",
+    metavar="URL",
+    default=None,
+    help="Store file, sqlite:///path or postgresql+psycopg:// URL [default: $REPLAYGATE_STORE].",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="File holding the bearer token [default: $REPLAYGATE_COLLECT_TOKEN].",
+)
+@click.option("--max-body-mb", type=click.IntRange(1, 512), default=16, show_default=True)
+@click.option(
+    "--max-inflight",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Requests writing to the store at once; more wait, then get 429.",
+)
+def collect_cmd(
+    host: str, port: int, store: str | None, token_file: str | None, max_body_mb: int, max_inflight: int
+) -> None:
+    """Receive OTLP/HTTP spans (and feedback) from agents on any machine and write them to the store."""
+    from pathlib import Path
+
+    from werkzeug.serving import run_simple
+
+    from replaygate.collect import create_collect_app, receiver_from_env
+
+    token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else None
+    receiver = receiver_from_env(store, token, max_body_bytes=max_body_mb << 20, max_inflight=max_inflight)
+    click.echo(
+        f"replaygate collect: OTLP/HTTP on http://{host}:{port}/v1/traces, feedback on /v1/feedback, "
+        f"writing to {receiver.store.path}"
+    )
+    run_simple(host, port, create_collect_app(receiver), threaded=True, use_reloader=False)
+
+
+def register(group: click.Group) -> None:
+    """Add ``collect`` to the root group."""
+    group.add_command(collect_cmd)
