@@ -49,7 +49,7 @@ class StageError(RuntimeError):
 
 
 def _work(demo: Demo) -> Path:
-    return demo.store.parent / "demo"
+    return demo.work
 
 
 def replaygate(demo: Demo, *args: str, expect: tuple[int, ...] = (0,), echo: bool = True) -> int:
@@ -84,8 +84,9 @@ def _pick_failures(demo: Demo) -> list[TraceRecord]:
 def promote(demo: Demo) -> None:
     """Stage 3: an incident responder promotes real failures into the golden set, then lints it."""
     work = _work(demo)
-    if work.exists():
-        shutil.rmtree(work)
+    for owned in ("golden", "configs", "runs", "reports"):  # the store may live here too: keep it
+        if (work / owned).exists():
+            shutil.rmtree(work / owned)
     golden = work / "golden"
     shutil.copytree(EXAMPLE_GOLDEN, golden)
     picked = _pick_failures(demo)
@@ -93,7 +94,8 @@ def promote(demo: Demo) -> None:
         raise StageError("no failure candidate with user turns to promote")
     for record in picked:
         reasons = ", ".join(record.summary.failure_reasons)
-        demo.console.print(f"failure {record.summary.trace_id[:12]} ({reasons}): {record.summary.turns!r}")
+        turns = " / ".join(f"“{turn}”" for turn in record.summary.turns)
+        demo.console.print(Text(f"failure {record.summary.trace_id[:12]} ({reasons}): {turns}"))
         for _ in range(2):  # the second promotion of the same trace finds the first (idempotent)
             replaygate(
                 demo,
@@ -151,7 +153,7 @@ def _run(demo: Demo, name: str, seed_key: str, verbose: bool = False) -> Path:
         str(POLICY),
         "--out",
         str(out),
-        *(() if verbose else ("--quiet",)),
+        *(("--progress", "none") if verbose else ("--quiet",)),
     )
     return out
 
@@ -242,9 +244,12 @@ def canary(demo: Demo) -> None:
         "10,25,50,100",
         "--reason",
         "signed gate pass",
+        "--salt",
+        "demo-2026",  # a fixed routing salt: every demo run routes the same users to the candidate
         *common,
     )
-    # Live traffic arrives one batch at a time; the canary widens only when the evidence holds.
+    # Live traffic arrives one batch at a time; the canary widens only when every measure is confidently
+    # within its tolerance (bounds valid at every look), and holds, saying how much more it needs, until then.
     start_share = _share(demo)
     for batch in range(1, 13):
         replaygate(
@@ -258,7 +263,6 @@ def canary(demo: Demo) -> None:
             "--seed",
             str(batch),
             *common,
-            echo=batch == 1,
         )
         state = _state(demo)
         if state.status != "canary":
@@ -267,8 +271,12 @@ def canary(demo: Demo) -> None:
             break
     else:
         raise StageError("the canary never widened on twelve batches of equal traffic")
-    replaygate(demo, "canary", "status", "--store", store)
-    demo.console.print("Now the candidate's escalation rate rises by 10 points (planted):")
+    demo.console.print(f"Every measure was confidently within its tolerance: widened to {_share(demo):.0%}.")
+    replaygate(demo, "canary", "status", *common)
+    demo.console.print(
+        "Now the candidate's escalation rate rises by 10 points (planted), twice the policy's 5-point "
+        "tolerance:"
+    )
     replaygate(
         demo,
         "canary",
@@ -284,9 +292,16 @@ def canary(demo: Demo) -> None:
         *common,
         expect=(0, 1),
     )
-    replaygate(demo, "canary", "status", "--store", store)
-    if _state(demo).status != "rolled_back":
+    replaygate(demo, "canary", "status", *common)
+    rolled = _state(demo)
+    if rolled.status != "rolled_back":
         raise StageError("the planted rise in escalations was not rolled back")
+    if "escalation rate is confidently worse than the tolerance" not in (rolled.reason or ""):
+        raise StageError(f"the canary rolled back for another reason: {rolled.reason}")
+    demo.console.print(
+        "Rolled back automatically: the escalation rate is confidently worse than the tolerance, "
+        "so every user is on the baseline again (the audit log says who, when and why)."
+    )
 
 
 def _state(demo: Demo) -> RolloutState:
@@ -305,7 +320,7 @@ def serve_hint(demo: Demo) -> None:
     """Last stage: where to look, and the page when ``--serve`` was given."""
     store = str(demo.store)
     demo.console.print(f"Reports: {demo.results['report']}/report.html  (and report.md, junit.xml)")
-    demo.console.print(f"Audit log: replaygate canary status --store {store}")
+    demo.console.print(f"Audit log: replaygate canary audit --store {store}")
     if not getattr(demo, "serve", False):
         demo.console.print("Run `make demo DEMO_ARGS=--serve` to open the release page afterwards.")
         return
@@ -313,13 +328,19 @@ def serve_hint(demo: Demo) -> None:
     from werkzeug.security import generate_password_hash
 
     users = _work(demo) / "users.yaml"
-    users.write_text(
-        yaml.safe_dump(
-            {"users": {RELEASER: {"password_hash": generate_password_hash(password), "role": "releaser"}}}
-        ),
-        encoding="utf-8",
+    entry = {"password_hash": generate_password_hash(password), "role": "releaser", "one_time": True}
+    users.write_text(yaml.safe_dump({"users": {RELEASER: entry}}), encoding="utf-8")
+    blocked = json.loads((_work(demo) / "reports" / "candidate" / "report.json").read_text(encoding="utf-8"))
+    signed = json.loads((demo.results["report"] / "report.json").read_text(encoding="utf-8"))
+    port = getattr(demo, "port", 8080)
+    demo.console.print(
+        f"Log in as [bold]{RELEASER}[/] with the one-time password [bold]{password}[/] "
+        "(it works once: the page asks you to choose your own)"
     )
-    demo.console.print(f"Log in as [bold]{RELEASER}[/] with password [bold]{password}[/]")
+    demo.console.print(
+        f"Blocked report: http://127.0.0.1:{port}/reports/{blocked['report_id']}  ·  "
+        f"signed report: http://127.0.0.1:{port}/reports/{signed['report_id']}"
+    )
     replaygate(
         demo,
         "serve",
@@ -329,13 +350,16 @@ def serve_hint(demo: Demo) -> None:
         str(POLICY),
         "--store",
         store,
+        "--reports",
+        str(_work(demo) / "reports"),
+        "--golden",
+        str(_work(demo) / "golden"),
         "--host",
         "127.0.0.1",
         "--port",
-        str(getattr(demo, "port", 8080)),
+        str(port),
         "--insecure-cookies",
     )
-
 
 RELEASE_STAGES = [
     ("promote failures into the golden set", promote),

@@ -39,7 +39,17 @@ def test_start_status_widen_rollback(runner: CliRunner, traces: Any) -> None:
     status = runner.invoke(cli, ["canary", "status", "--json"])
     data = json.loads(status.output)
     assert data["state"]["status"] == "canary" and data["measures"]["candidate_n"] == 60
-    assert data["evidence"]["can_widen"] is True
+    # no error in 60 requests does not yet show an error rate within +2 points: the rule says how many more
+    assert data["evidence"]["decision"] == "hold"
+    error = next(m for m in data["evidence"]["measures"] if m["name"] == "error_rate")
+    assert error["verdict"] == "undecided" and error["needed_candidate_requests"] > 0
+    assert f"not yet decided (needs ~{error['needed_candidate_requests']} more" in error["words"]
+    assert error["upper"] > error["tolerance_value"] == 0.02
+    traces.add("baseline", 600)
+    traces.add("candidate", 140)
+    data = json.loads(runner.invoke(cli, ["canary", "status", "--json"]).output)
+    assert data["evidence"]["can_widen"] is True and data["evidence"]["decision"] == "widen"
+    assert {m["verdict"] for m in data["evidence"]["measures"]} <= {"within", "unchecked"}
     assert runner.invoke(cli, ["canary", "status"]).exit_code == 0
     widened = runner.invoke(cli, ["canary", "widen", "--by", "ana", "--reason", "clean"])
     assert widened.exit_code == 0 and "canary 50%" in widened.output
@@ -101,7 +111,7 @@ def test_users_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     users = load_users(path)
     assert users["ana"].can_act and users["bo"].role == "viewer" and not users["bo"].can_act
     path.write_text("users:\n  eve: {password_hash: x, role: admin}\n")
-    with pytest.raises(CanaryError, match="viewer or releaser"):
+    with pytest.raises(CanaryError, match="viewer, reviewer, responder, releaser"):
         load_users(path)
     monkeypatch.setenv("REPLAYGATE_USERS", "users: {cy: {password_hash: h, role: releaser}}")
     assert load_users()["cy"].role == "releaser"

@@ -38,6 +38,10 @@ def test_widen_refused_with_reason_then_allowed(
     assert t.outcome == "refused" and "not enough traffic yet: 0 candidate and 0 baseline" in t.reason
     traces.add("baseline", 300)
     traces.add("candidate", 40)
+    t = ctl.widen(actor="ana", reason="too early")
+    assert t.outcome == "refused" and "error rate is not yet decided (needs ~" in t.reason
+    traces.add("baseline", 1500)
+    traces.add("candidate", 200)
     t = ctl.widen(actor="ana", reason="looks fine")
     assert t.outcome == "applied" and ctl.state().share == 0.5
     # the new step's window starts empty
@@ -60,7 +64,9 @@ def test_check_rolls_back_a_breach_and_says_why(
     traces.add("candidate", 150)
     result = ctl.check()
     assert result.breached and result.rollback is not None and result.rollback.changed
-    assert "automatic rollback: escalation rate is worse" in result.rollback.reason
+    assert "automatic rollback: escalation rate is confidently worse than the tolerance" in (
+        result.rollback.reason
+    )
     assert ctl.state().status == "rolled_back"
     assert ctl.audit()[0].actor == "replaygate check"
     # after the rollback, the status still shows the rolled-back step's measures (why it was rolled back)

@@ -58,6 +58,7 @@ REPORT = {
     "FILE_NAMES",
     "FORMATS",
     "atomic_write",
+    "group_tolerances",
     "load_report",
     "render_comparison_markdown",
     "render_html",
@@ -65,6 +66,8 @@ REPORT = {
     "render_junit",
     "render_markdown",
     "report_path",
+    "scenario_interval_chart",
+    "suite_delta_chart",
     "write_reports",
 }
 

@@ -23,8 +23,20 @@ def test_html_is_self_contained_and_escapes_model_output(report) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script" not in html.lower()
     assert "src=" not in html and "href=" not in html and "@import" not in html
-    assert html.count("<svg") == 3
+    assert html.count("<svg") == 4  # suite delta, categories, guardrails, scenarios
     assert "block" in html and "s01" in html
+
+
+def test_html_plots_scenarios_with_intervals_and_the_delta_against_the_tolerance(report) -> None:
+    html = render_html(report)
+    c = report.comparison
+    scored = sum(1 for s in c.scenarios for side in (s.base, s.head) if side.scored)
+    assert html.count('class="pt base"') + html.count('class="pt head"') == scored
+    assert html.count('class="pt delta"') == 1 + len(c.categories)  # overall and each category
+    # the tolerance line of the overall row sits at minus the policy's 5 points
+    assert html.count('class="tolerance"') == 1 + len(c.categories)
+    assert "tolerance: a drop of at most 5 pp" in html
+    assert "Δ " + f"{c.overall.delta * 100:+.1f} pp" in html  # rates change in percentage points
 
 
 def test_junit_parses_with_one_testcase_per_scenario(report) -> None:

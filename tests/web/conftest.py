@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,12 +23,14 @@ from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
-from replaygate.gate import SignedDecision
+from replaygate.gate import DecisionStore, GateReport, SignedDecision
 from replaygate.web import User, WebConfig, create_app
+from tests.web.gate_fixture import HOSTILE, write_gate_reports
 
 XSS = "<script>alert(1)</script>"
 PASSWORD = "correct horse battery"
 API_TOKEN = "test-token-123"
+READ_TOKEN = "read-token-456"
 
 
 def _decision(decision_id: str, outcome: str) -> SignedDecision:
@@ -83,18 +87,21 @@ def write_traces(path: Path) -> str:
 
 
 def write_variant_traces(path: Path, variant: str, n: int, *, escalate_every: int = 0) -> None:
-    """Write ``n`` answered requests served by ``variant`` (real spans through the store exporter)."""
+    """Write ``n`` answered requests served by ``variant``, each taking exactly 0.2 s (real spans)."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(StoreSpanExporter(path)))
     tracer = provider.get_tracer("test")
+    start = time.time_ns()
     for i in range(n):
-        with tracer.start_as_current_span("invoke_agent support") as span:
-            span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
-            span.set_attribute(sc.OI_INPUT_VALUE, "Where is my order?")
-            span.set_attribute(sc.OI_OUTPUT_VALUE, "It ships tomorrow.")
-            span.set_attribute(sc.RG_VARIANT, variant)
-            if escalate_every and i % escalate_every == 0:
-                span.set_attribute(sc.RG_ESCALATION, True)
+        t0 = start + i * 1_000_000
+        span = tracer.start_span("invoke_agent support", start_time=t0)
+        span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
+        span.set_attribute(sc.OI_INPUT_VALUE, "Where is my order?")
+        span.set_attribute(sc.OI_OUTPUT_VALUE, "It ships tomorrow.")
+        span.set_attribute(sc.RG_VARIANT, variant)
+        if escalate_every and i % escalate_every == 0:
+            span.set_attribute(sc.RG_ESCALATION, True)
+        span.end(end_time=t0 + 200_000_000)
     provider.shutdown()
 
 
@@ -104,10 +111,26 @@ class Env:
     controller: CanaryController
     hostile_trace: str
     path: Path
+    tmp: Path
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
+CHEAP = "pbkdf2:sha256:1000"  # fast hashes: the tests log in many times
+
+
+def _users() -> dict[str, User]:
+    def user(name: str, role: str, one_time: bool = False) -> User:
+        return User(name, generate_password_hash(PASSWORD, method=CHEAP), role, one_time)  # type: ignore[arg-type]
+
+    return {
+        "rita": user("rita", "releaser"),
+        "vic": user("vic", "viewer"),
+        "rev": user("rev", "reviewer"),
+        "res": user("res", "responder"),
+        "otto": user("otto", "releaser", one_time=True),
+    }
+
+
+def _make_env(tmp_path: Path, decisions: Any, widen_confidence: float = 0.8) -> tuple[Env, list[Any]]:
     path = tmp_path / "store.db"
     hostile = write_traces(path)
     store = CanaryStore(path)
@@ -115,22 +138,57 @@ def env(tmp_path: Path) -> Iterator[Env]:
     ctl = CanaryController(
         store,
         traces,
-        Decisions(),
+        decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20), groundedness_sample=0
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_confidence=widen_confidence),
+            groundedness_sample=0,
         ),
     )
-    cheap = "pbkdf2:sha256:1000"  # fast hashes: the tests log in many times
-    users = {
-        "rita": User("rita", generate_password_hash(PASSWORD, method=cheap), "releaser"),
-        "vic": User("vic", generate_password_hash(PASSWORD, method=cheap), "viewer"),
-    }
     config = WebConfig(
-        users=users, controller=ctl, secure_cookies=False, api_token=API_TOKEN, secret_key="test-secret-key"
+        users=_users(),
+        controller=ctl,
+        secure_cookies=False,
+        api_token=API_TOKEN,
+        read_token=READ_TOKEN,
+        secret_key="test-secret-key",
+        reports_dir=str(tmp_path / "reports"),
+        golden=str(tmp_path / "golden"),
     )
-    yield Env(create_app(config), ctl, hostile, path)
-    traces.close()
-    store.close()
+    app = create_app(config)
+    return Env(app, ctl, hostile, path, tmp_path), [traces, store, ctl.decisions]
+
+
+def _close(made: Env, parts: list[Any]) -> None:
+    # the page's own store is opened on first use
+    for part in [*parts, made.app.extensions["replaygate"].extra.get("web_store")]:
+        close = getattr(part, "close", None)
+        if callable(close):
+            close()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    made, parts = _make_env(tmp_path, Decisions())
+    yield made
+    _close(made, parts)
+
+
+@dataclass
+class Release:
+    """A store with real gate reports: one blocked (rule 1), one needing sign-off (a newly failing read)."""
+
+    env: Env
+    blocked: GateReport
+    signoff: GateReport
+    reports_dir: Path
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Iterator[Release]:
+    made, parts = _make_env(tmp_path, DecisionStore, widen_confidence=0.55)  # widen on small equal arms
+    blocked, signoff = write_gate_reports(tmp_path)
+    yield Release(made, blocked, signoff, tmp_path / "reports")
+    _close(made, parts)
 
 
 def csrf_from(html: str) -> str:
@@ -150,17 +208,29 @@ class Served:
     env: Env
 
 
-@pytest.fixture
-def served(env: Env) -> Iterator[Served]:
-    server = make_server("127.0.0.1", 0, env.app, threaded=True)
+@contextmanager
+def _serve(app: Flask) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(f"http://127.0.0.1:{server.server_port}", env)
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+@pytest.fixture
+def served(env: Env) -> Iterator[Served]:
+    with _serve(env.app) as url:
+        yield Served(url, env)
+
+
+@pytest.fixture
+def served_release(release: Release) -> Iterator[tuple[str, Release]]:
+    with _serve(release.env.app) as url:
+        yield url, release
 
 
 @pytest.fixture
@@ -169,6 +239,7 @@ def helpers() -> Any:
         csrf = staticmethod(csrf_from)
         login = staticmethod(login)
         xss = XSS
+        hostile = HOSTILE
         write = staticmethod(write_variant_traces)
         password = PASSWORD
         token = API_TOKEN

@@ -8,6 +8,8 @@ from typing import Any
 import replaygate.canary
 import replaygate.web
 
+READ_TOKEN = "read-token-456"  # as in conftest
+
 
 def test_public_names_pinned() -> None:
     assert sorted(replaygate.web.__all__) == sorted(
@@ -99,7 +101,16 @@ def test_releaser_start_widen_disabled_rollback(env: Any, helpers: Any) -> None:
     assert "gate passed &lt;b&gt;bold&lt;/b&gt;" in page  # decision reason escaped
     assert 'id="widen" disabled' in page and "not enough traffic yet" in page
     response = client.post("/rollout/widen", data={"csrf_token": helpers.csrf(page)}, follow_redirects=True)
+    assert "widen refused: say why" in response.get_data(as_text=True)  # a widen needs a reason
+    response = client.post(
+        "/rollout/widen",
+        data={"csrf_token": helpers.csrf(page), "reason": "looks fine"},
+        follow_redirects=True,
+    )
     assert "widen refused: not enough traffic yet" in response.get_data(as_text=True)
+    refused = client.post("/rollout/rollback", data={"csrf_token": helpers.csrf(page)}, follow_redirects=True)
+    assert "rollback refused: a rollback needs a reason" in refused.get_data(as_text=True)
+    assert env.controller.state().status == "canary"
     response = client.post(
         "/rollout/rollback",
         data={"csrf_token": helpers.csrf(page), "reason": "angry users"},
@@ -138,7 +149,16 @@ def test_api_get_has_etag(env: Any) -> None:
     env.controller.start("dec-pass", actor="ana")
     changed = client.get("/api/canary", headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed.json["status"] == "canary"  # type: ignore[index]
-    assert changed.json["share"] == 0.01 and changed.json["salt"]  # type: ignore[index]
+    assert changed.json["share"] == 0.01  # type: ignore[index]
+    # without the read token: no routing salt, no rollout or decision id
+    assert not {"salt", "rollout_id", "decision_id"} & set(changed.json)  # type: ignore[arg-type]
+    assert env.controller.state().salt not in changed.get_data(as_text=True)
+    wrong = client.get("/api/canary", headers={"Authorization": "Bearer nope"})
+    assert "salt" not in wrong.json  # type: ignore[operator]
+    full = client.get("/api/canary", headers={"Authorization": f"Bearer {READ_TOKEN}"})
+    assert full.json["salt"] == env.controller.state().salt  # type: ignore[index]
+    assert full.json["decision_id"] == "dec-pass"  # type: ignore[index]
+    assert full.headers["ETag"] != changed.headers["ETag"]  # a cache never serves one for the other
 
 
 def test_api_post_needs_the_token(env: Any, helpers: Any) -> None:
@@ -175,10 +195,12 @@ def test_api_writes_off_without_token(env: Any) -> None:
 def test_routing_client_follows_the_page(served: Any) -> None:
     from replaygate.instrumentation._routing import RoutingClient
 
-    client = RoutingClient(f"{served.url}/api/canary", refresh_s=0)
+    blind = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token="")
+    client = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token=READ_TOKEN)
     assert client.choose("u1").name == "baseline"
     served.env.controller.start("dec-pass", actor="ana", plan=(1.0,))
     assert client.choose("u1").name == "candidate" and client.choose("u1").config_id == "candidate-fixed"
+    assert blind.choose("u1").name == "baseline" and blind.stats()["failures"] == 1  # no salt: baseline
     served.env.controller.rollback(actor="ana", reason="x")
     assert client.choose("u1").name == "baseline"
     assert client.stats()["failures"] == 0

@@ -80,16 +80,27 @@ def test_release_flow_in_chromium(page: Any, served: Any, helpers: Any) -> None:
     header = page.text_content("#measures-table thead") or ""
     assert "baseline (n=12)" in header and "candidate (n=6)" in header
     row = page.text_content("#measures-table tr[data-measure=escalation_rate]") or ""
-    assert "25.0%" in row and "50.0%" in row and "+25.0 pts [" in row
-    assert page.locator("svg.series polyline").count() == 2
+    assert "25.0%" in row and "50.0%" in row and "+25.0 pp [" in row
+    # one chart per measure with data; each arm has a point in the one bin its traffic fell in
+    chart = page.locator("svg.measure-chart[data-measure=escalation_rate]")
+    assert (
+        chart.locator("circle.pt.baseline").count() == 1 and chart.locator("circle.pt.candidate").count() == 1
+    )
+    assert chart.locator("polygon.band").count() == 1 and chart.locator("g.marker.start").count() == 1
     # widen is disabled, with the reason
     assert page.is_disabled("#widen")
     assert "not enough traffic yet" in (page.text_content("#widen-reason") or "")
+    # rollback without a reason is refused, with the reason why
+    page.click("#rollback")
+    page.wait_for_selector("text=rollback refused: a rollback needs a reason")
+    assert page.text_content("#state") == "canary 10% (step 1 of 3)"
+    page.dialogs.clear()  # type: ignore[attr-defined]
     # roll back with one click (and a confirm)
     page.fill("#rollback-reason", "refund complaints")
     page.click("#rollback")
     page.wait_for_selector("text=rolled back")
     assert page.text_content("#state") == "rolled back"
+    assert page.is_disabled("#rollback")  # nothing left to roll back
     assert page.dialogs == [("confirm", "Roll back: all traffic to the baseline now?")]  # type: ignore[attr-defined]
     state = served.env.controller.state()
     assert state.status == "rolled_back" and state.reason == "refund complaints"

@@ -6,8 +6,8 @@
 
     canary = CanaryController.open(".replaygate/replaygate.db", policy="examples/gate-policy.yaml")
     canary.start(decision_id, actor="ana", reason="gate passed")   # 1% of users, sticky
-    result = canary.check()               # live measures per variant; a breach rolls back automatically
-    canary.widen(actor="ana")             # refused, with the reason, until the evidence holds
+    result = canary.check()               # live measures; confidently worse than a tolerance rolls back
+    canary.widen(actor="ana")             # refused until every measure is confidently within tolerance
     canary.rollback(actor="ana", reason="refund complaints")       # one action, idempotent, audited
 
 The state lives in the shared store (``canary_state``, ``canary_audit``); production agents route with
@@ -30,10 +30,16 @@ from replaygate.canary._control import (
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._evidence import (
     DEFAULT_TOLERANCES,
+    METHOD,
+    WORDS,
+    ArmSummary,
     Evidence,
     EvidenceSettings,
     Limit,
+    MeanSummary,
+    MeasureEvidence,
     evaluate_evidence,
+    requests_needed,
     tolerances_from_policy,
 )
 from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition, parse_plan
@@ -44,8 +50,11 @@ from replaygate.canary._measures import (
     MeasureDiff,
     RequestSample,
     SeriesPoint,
+    arm_measures,
     compute_live_measures,
 )
+from replaygate.canary._outlook import StepOutlook, step_outlook
+from replaygate.canary._samples import sample_from_trace
 from replaygate.canary._store import AuditEntry, CanaryStore
 
 if TYPE_CHECKING:
@@ -66,7 +75,10 @@ __all__ = [
     "DEFAULT_PLAN",
     "DEFAULT_TOLERANCES",
     "MEASURES",
+    "METHOD",
+    "WORDS",
     "ArmMeasures",
+    "ArmSummary",
     "AuditEntry",
     "CanaryController",
     "CanaryError",
@@ -80,18 +92,25 @@ __all__ = [
     "EvidenceSettings",
     "Limit",
     "LiveMeasures",
+    "MeanSummary",
     "MeasureDiff",
+    "MeasureEvidence",
     "RequestSample",
     "RolloutState",
     "SeriesPoint",
     "SimulationReport",
+    "StepOutlook",
     "TraceSource",
     "TrafficProfile",
     "Transition",
+    "arm_measures",
     "compute_live_measures",
     "decision_config_ids",
     "evaluate_evidence",
     "parse_plan",
+    "requests_needed",
+    "sample_from_trace",
     "simulate_live_traffic",
+    "step_outlook",
     "tolerances_from_policy",
 ]

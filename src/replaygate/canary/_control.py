@@ -20,6 +20,7 @@ from replaygate.instrumentation._records import TraceRecord
 from replaygate.canary import _machine
 from replaygate.canary._errors import CanaryError
 from replaygate.canary._evidence import (
+    ArmSummary,
     Evidence,
     EvidenceSettings,
     Limit,
@@ -34,6 +35,7 @@ from replaygate.canary._measures import (
     compute_live_measures,
     failure_series,
 )
+from replaygate.canary._outlook import StepOutlook, step_outlook
 from replaygate.canary._samples import groundedness_scores, sample_from_trace
 from replaygate.canary._store import CanaryStore
 
@@ -71,7 +73,12 @@ class DecisionSource(Protocol):
 
 @dataclass(frozen=True)
 class CanarySettings:
-    """How the canary runs: plan, evidence rules, automatic rollback, sampling."""
+    """How the canary runs: plan, evidence rules, automatic rollback, sampling, and ``max_hold``.
+
+    ``max_hold_s``: how long a step may hold undecided before ``check`` notifies (audit log, page); also the
+    time within which a step's share must gather the traffic its rule needs. The gate policy's
+    ``max_hold`` sets it when the controller is opened with a policy.
+    """
 
     plan: tuple[float, ...] = DEFAULT_PLAN
     evidence: EvidenceSettings = field(default_factory=EvidenceSettings)
@@ -79,6 +86,7 @@ class CanarySettings:
     confidence: float = 0.95
     groundedness_sample: int = 30
     max_traces: int = 50_000
+    max_hold_s: float | None = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -90,14 +98,16 @@ class CanaryStatus:
     evidence: Evidence | None
     series: tuple[SeriesPoint, ...] = ()
     notes: tuple[str, ...] = ()
+    outlook: StepOutlook | None = None
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What ``check`` found and did: the status and the rollback transition when a breach fired one."""
+    """What ``check`` found and did: the status, the rollback when a breach fired one, a hold notice."""
 
     status: CanaryStatus
     rollback: Transition | None
+    notice: Transition | None = None
 
     @property
     def breached(self) -> bool:
@@ -165,9 +175,13 @@ class CanaryController:
             decisions = None
         tolerances = None
         if policy is not None:
+            from dataclasses import replace
+
             from replaygate.gate import load_policy
 
-            tolerances = tolerances_from_policy(load_policy(policy))
+            loaded = load_policy(policy)
+            tolerances = tolerances_from_policy(loaded)
+            settings = replace(settings or CanarySettings(), max_hold_s=loaded.max_hold)
         return cls(canary, traces, decisions, tolerances=tolerances, settings=settings)
 
     def close(self) -> None:
@@ -210,13 +224,27 @@ class CanaryController:
             base,
             cand,
             confidence=self.settings.confidence,
-            widen_confidence=self.settings.evidence.widen_confidence,
             window_start_ns=state.step_started_ns,
             window_end_ns=until or now,
         )
-        evidence = evaluate_evidence(measures, self.tolerances, self.settings.evidence)
+        b_sum, c_sum = ArmSummary.from_samples(base), ArmSummary.from_samples(cand)
+        evidence = evaluate_evidence(
+            b_sum, c_sum, self.tolerances, self.settings.evidence, share=state.share or None
+        )
+        outlook = step_outlook(
+            state,
+            evidence,
+            b_sum,
+            c_sum,
+            self.tolerances,
+            self.settings.evidence,
+            now_ns=now,
+            max_hold_s=self.settings.max_hold_s,
+        )
+        if outlook is not None and outlook.text:
+            notes.append(outlook.text)
         series = self.series(state, series_bins, now=now) if series_bins > 0 else []
-        return CanaryStatus(state, measures, evidence, tuple(series), tuple(notes) + evidence.notes)
+        return CanaryStatus(state, measures, evidence, tuple(series), tuple(notes) + evidence.notes, outlook)
 
     def series(self, state: RolloutState, bins: int = 12, *, now: int | None = None) -> list[SeriesPoint]:
         """The failure rate per arm over the whole rollout, in ``bins`` time bins."""
@@ -331,12 +359,15 @@ class CanaryController:
         )
 
     def check(self, *, actor: str = "replaygate check", auto_rollback: bool | None = None) -> CheckResult:
-        """Evaluate the current step; on a breach, roll back when automatic rollback is on."""
+        """Evaluate the current step; on a breach, roll back when automatic rollback is on.
+
+        A step held undecided longer than ``max_hold`` is notified once (an audited ``hold`` notice).
+        """
         status = self.status()
         state = status.state
         auto = state.auto_rollback if auto_rollback is None else auto_rollback
         if state.status != "canary" or status.evidence is None or not status.evidence.breached or not auto:
-            return CheckResult(status, None)
+            return CheckResult(status, None, self._hold_notice(status, actor))
         why = "automatic rollback: " + "; ".join(status.evidence.breaches)
         version = state.version
 
@@ -347,6 +378,31 @@ class CanaryController:
 
         transition = self.store.apply(decide, actor=actor, details=_details(status.evidence))
         return CheckResult(status, transition)
+
+    def _hold_notice(self, status: CanaryStatus, actor: str) -> Transition | None:
+        """Audit one notice per step once it holds longer than ``max_hold`` (None when not due or sent)."""
+        outlook = status.outlook
+        state = status.state
+        if outlook is None or not outlook.overdue or state.status != "canary":
+            return None
+        for entry in self.store.audit(limit=500, rollout_id=state.rollout_id):
+            same_step = entry.details.get("step_started_ns") == state.step_started_ns
+            if entry.action == "hold" and entry.outcome == "notified" and same_step:
+                return None  # already notified for this step
+        version = state.version
+        details = {
+            **_details(status.evidence),
+            "step_started_ns": state.step_started_ns,
+            "held_s": round(outlook.held_s),
+            "max_hold_s": outlook.max_hold_s,
+        }
+
+        def decide(current: RolloutState) -> Transition:
+            if current.version != version:
+                return Transition("hold", current, current, "noop", "state changed during the check")
+            return _machine.hold_notice(current, reason=f"max_hold exceeded: {outlook.text}")
+
+        return self.store.apply(decide, actor=actor, details=details)
 
     def _evidence_for(
         self, state: RolloutState, seen: RolloutState, evidence: Evidence | None
@@ -364,4 +420,9 @@ class CanaryController:
 def _details(evidence: Evidence | None) -> dict[str, Any]:
     if evidence is None:
         return {}
-    return {"missing": list(evidence.missing), "breaches": list(evidence.breaches)}
+    return {
+        "decision": evidence.decision,
+        "missing": list(evidence.missing),
+        "breaches": list(evidence.breaches),
+        "measures": {m.name: m.verdict for m in evidence.measures},
+    }

@@ -8,7 +8,8 @@
 
 A new rollout can start from idle, promoted or rolled_back; never while a canary runs. Every function
 returns a :class:`Transition` whose ``outcome`` is ``applied``, ``noop`` (idempotent repeat, e.g. a second
-rollback) or ``refused`` (with the reason), so the caller can audit every attempt.
+rollback) or ``refused`` (with the reason), so the caller can audit every attempt; :func:`hold_notice` is
+the one that changes nothing and is audited as ``notified`` (a step held longer than ``max_hold``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "RolloutState",
     "Status",
     "Transition",
+    "hold_notice",
     "parse_plan",
     "promote",
     "rollback",
@@ -34,8 +36,8 @@ __all__ = [
 ]
 
 Status = Literal["idle", "canary", "promoted", "rolled_back"]
-Action = Literal["start", "widen", "promote", "rollback"]
-Outcome = Literal["applied", "noop", "refused"]
+Action = Literal["start", "widen", "promote", "rollback", "hold"]
+Outcome = Literal["applied", "noop", "refused", "notified"]
 
 #: Candidate shares of the default plan: 1% → 5% → 25% → 50% → 100%.
 DEFAULT_PLAN: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 1.0)
@@ -118,6 +120,7 @@ def state_json(state: RolloutState) -> dict[str, Any]:
         "step_index": state.step_index,
         "plan": list(state.plan),
         "updated_ns": state.updated_ns,
+        "step_started_ns": state.step_started_ns,
         "label": state.label(),
     }
 
@@ -250,3 +253,10 @@ def rollback(state: RolloutState, *, now_ns: int, reason: str) -> Transition:
     # the step's window is kept (ending at updated_ns) so the measures still show why it was rolled back
     after = replace(state, status="rolled_back", updated_ns=now_ns, reason=reason or None)
     return Transition("rollback", state, after, "applied", reason or "rolled back")
+
+
+def hold_notice(state: RolloutState, *, reason: str) -> Transition:
+    """A notification that the current step has held undecided too long (audited; the state is unchanged)."""
+    if state.status != "canary":
+        return Transition("hold", state, state, "noop", f"no canary is running (state: {state.label()})")
+    return Transition("hold", state, state, "notified", reason)

@@ -6,6 +6,7 @@ data error.
 
 from __future__ import annotations
 
+import datetime as dt
 import getpass
 import json
 import os
@@ -82,11 +83,9 @@ def _status_json(status: Any) -> dict[str, Any]:
             "diffs": [asdict(d) for d in m.diffs],
         }
     if status.evidence is not None:
-        out["evidence"] = {
-            "can_widen": status.evidence.can_widen,
-            "reason": status.evidence.reason,
-            "breaches": list(status.evidence.breaches),
-        }
+        out["evidence"] = status.evidence.to_json()
+    if status.outlook is not None:
+        out["outlook"] = status.outlook.to_json()
     return out
 
 
@@ -107,26 +106,52 @@ def _print_status(status: Any) -> None:
     if status.measures is None:
         return
     m = status.measures
+    verdicts = {e.name: e for e in status.evidence.measures} if status.evidence is not None else {}
     table = Table(
         title=f"live measures (current step): baseline n={m.baseline.n}, candidate n={m.candidate.n}"
     )
-    for col in ("measure", "baseline", "candidate", "difference", "interval", "p"):
+    for col in ("measure", "baseline", "candidate", "difference", "worse by", "tolerance", "verdict"):
         table.add_column(col)
 
     def f(v: float | None) -> str:
         return "—" if v is None else f"{v:.4g}"
 
     for d in m.diffs:
-        interval = "—" if d.low is None else f"[{d.low:+.4g}, {d.high:+.4g}]"
+        e = verdicts.get(d.name)
+        bounds = "—" if e is None or e.lower is None else f"{_worse(e, e.lower)} to {_worse(e, e.upper)}"
+        verdict = "not checked" if e is None else _VERDICT_SHORT[e.verdict](e)
         table.add_row(d.label, f(d.baseline), f(d.candidate), "—" if d.delta is None else f"{d.delta:+.4g}",
-                      interval, f(d.p_value))  # fmt: skip
+                      bounds, "—" if e is None else e.tolerance, verdict)  # fmt: skip
     console.print(table)
     if status.evidence is not None:
+        console.print(f"decision: {status.evidence.decision}", markup=False, highlight=False, style="bold")
         console.print(status.evidence.reason, markup=False, highlight=False)
         for b in status.evidence.breaches:
             console.print(f"BREACH: {b}", markup=False, highlight=False, style="bold red")
     for note in status.notes:
         console.print(note, markup=False, highlight=False, style="dim")
+
+
+def _worse(e: Any, value: float | None) -> str:
+    import math
+
+    if value is None or not math.isfinite(value):
+        return "?"
+    if e.relative:
+        return f"{value * 100:+.0f}%"
+    if e.name.endswith("_rate"):
+        return f"{value * 100:+.1f} pts"
+    return f"{value:+.4g}"
+
+
+_VERDICT_SHORT: dict[str, Any] = {
+    "worse": lambda e: "confidently worse than the tolerance" + (" (gross harm)" if e.gross else ""),
+    "within": lambda e: "confidently within",
+    "undecided": lambda e: (
+        "not yet decided" + (f" (needs ~{e.needed} more candidate requests)" if e.needed is not None else "")
+    ),
+    "unchecked": lambda e: "not checked",
+}
 
 
 @click.group("canary")
@@ -158,16 +183,23 @@ def decisions_cmd(store: str | None, as_json: bool) -> None:
 @click.option("--reason", default="", help="Why (audited).")
 @click.option("--plan", default=None, help="Candidate shares in percent, e.g. 1,5,25,50,100 (the default).")
 @click.option("--no-auto-rollback", is_flag=True, help="Report breaches without rolling back.")
+@click.option(
+    "--salt", default=None, help="Routing salt (default: random); fixed, a demo or test routes the same way."
+)
 @_store_option
 @_policy_option
 def start_cmd(
-    decision_id: str, by: str, reason: str, plan: str | None, no_auto_rollback: bool, store: str | None,
-    policy: str | None,
+    decision_id: str, by: str, reason: str, plan: str | None, no_auto_rollback: bool, salt: str | None,
+    store: str | None, policy: str | None,
 ) -> None:  # fmt: skip
     """Start a canary of the candidate of a signed decision (DECISION_ID from `canary decisions`)."""
     steps = _plan(plan)
     ctl = _controller(store, policy)
-    _report(ctl.start(decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback))
+    _report(
+        ctl.start(
+            decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback, salt=salt
+        )
+    )
 
 
 @canary.command("status")
@@ -181,6 +213,26 @@ def status_cmd(store: str | None, policy: str | None, as_json: bool) -> None:
         click.echo(json.dumps(_status_json(status), indent=2, default=str))
     else:
         _print_status(status)
+
+
+@canary.command("audit")
+@_store_option
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Newest N entries.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def audit_cmd(store: str | None, limit: int, as_json: bool) -> None:
+    """Print the canary's audit log, newest first: who did what, when, why, and what came of it."""
+    entries = _controller(store, None).audit(limit)
+    if as_json:
+        click.echo(json.dumps([asdict(e) for e in entries], indent=2, default=str))
+        return
+    if not entries:
+        click.echo("no audited canary action yet")
+    for e in entries:
+        when = dt.datetime.fromtimestamp(e.at_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        reason = f": {e.reason}" if e.reason else ""
+        click.echo(
+            f"{when}  {e.actor:<24} {e.action:<9} {e.outcome:<8} {e.from_state} -> {e.to_state}{reason}"
+        )
 
 
 @canary.command("widen")
@@ -225,11 +277,14 @@ def check_cmd(no_auto_rollback: bool, store: str | None, policy: str | None, as_
     if as_json:
         out = _status_json(result.status)
         out["rolled_back"] = result.rollback is not None and result.rollback.changed
+        out["hold_notified"] = result.notice is not None and result.notice.outcome == "notified"
         click.echo(json.dumps(out, indent=2, default=str))
     else:
         _print_status(result.status)
         if result.rollback is not None and result.rollback.changed:
             click.echo(f"ROLLED BACK: {result.rollback.reason}")
+        if result.notice is not None and result.notice.outcome == "notified":
+            click.echo(f"NOTIFIED (audit log): {result.notice.reason}")
     if result.breached:
         sys.exit(REFUSED)
 
@@ -288,8 +343,25 @@ def simulate_cmd(
 @_policy_option
 @_store_option
 @click.option("--insecure-cookies", is_flag=True, help="Drop the cookie's Secure flag (local http only).")
+@click.option(
+    "--reports",
+    "reports_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Folder of gate reports to list (env REPLAYGATE_REPORTS, default .replaygate/reports).",
+)
+@click.option(
+    "--golden", default=None, type=click.Path(file_okay=False), help="Golden set promotions write to."
+)
 def serve_cmd(
-    host: str, port: int, users: str | None, policy: str | None, store: str | None, insecure_cookies: bool
+    host: str,
+    port: int,
+    users: str | None,
+    policy: str | None,
+    store: str | None,
+    insecure_cookies: bool,
+    reports_dir: str | None,
+    golden: str | None,
 ) -> None:
     """Serve the release page (development server; run behind gunicorn for production)."""
     from werkzeug.serving import run_simple
@@ -297,7 +369,12 @@ def serve_cmd(
     from replaygate.web import WebConfig, create_app, load_users
 
     config = WebConfig(
-        store=store, policy=policy, users=load_users(users), secure_cookies=not insecure_cookies
+        store=store,
+        policy=policy,
+        users=load_users(users),
+        secure_cookies=not insecure_cookies,
+        reports_dir=reports_dir,
+        golden=golden,
     )
     app = create_app(config)
     if not config.users:

@@ -1,8 +1,10 @@
-"""``replaygate traces``, ``replaygate trace ID`` and ``replaygate failures``: read the embedded trace store.
+"""``replaygate traces``, ``replaygate trace ID`` and ``replaygate failures``: read captured traces.
 
-The store is ``--store PATH`` (a file or ``sqlite:///path`` URL), else ``$REPLAYGATE_STORE``, else
-``.replaygate/replaygate.db``. Model output and retrieved text are untrusted: they are printed as plain
-text (never interpreted as rich markup) with control characters replaced.
+Traces come from ``--source``: ``store`` (the default), ``phoenix`` or ``langfuse`` (``phoenix:URL``,
+``langfuse:URL`` to name the server; see ``replaygate.sources``). The store is ``--store PATH`` (a file
+or ``sqlite:///path`` URL), else ``$REPLAYGATE_STORE``, else ``.replaygate/replaygate.db``.
+Model output and retrieved text are untrusted: they are printed as plain text (never interpreted as
+rich markup) with control characters replaced.
 
 ``--json`` prints one stable document for scripts (``format_version`` 1)::
 
@@ -23,6 +25,7 @@ text (never interpreted as rich markup) with control characters replaced.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import re
 import sys
@@ -42,7 +45,16 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-__all__ = ["JSON_FORMAT_VERSION", "parse_since", "register", "trace_to_json"]
+__all__ = [
+    "JSON_FORMAT_VERSION",
+    "is_store_source",
+    "open_traces",
+    "parse_since",
+    "register",
+    "source_label",
+    "source_option",
+    "trace_to_json",
+]
 
 JSON_FORMAT_VERSION = 1
 PREVIEW = 60
@@ -151,14 +163,44 @@ def _console() -> Console:
     return Console(file=sys.stdout, highlight=False, emoji=False, soft_wrap=False)
 
 
+def is_store_source(source: str | None) -> bool:
+    """True when ``--source`` names the embedded store (the default), not Phoenix or Langfuse."""
+    head = (source or "store").split(":", 1)[0].strip().lower()
+    return head not in ("phoenix", "langfuse", "http", "https")
+
+
 @contextmanager
-def _open(store: str | None) -> Iterator[TraceStore]:
-    """The store, opened read-only; a store or trace error inside the block exits with code 3."""
+def open_traces(store: str | None, source: str | None = None) -> Iterator[Any]:
+    """The trace source ``--source`` names (the store, read-only, by default); errors exit with code 3.
+
+    Phoenix and Langfuse are loaded only when asked for (their clients are slow to import).
+    """
     try:
-        with TraceStore(store, create=False) as trace_store:
+        if is_store_source(source):
+            trace_store = TraceStore(source if source and source.lower() != "store" else store, create=False)
+        else:
+            trace_store = importlib.import_module("replaygate.sources").open_source(source, store=store)
+        try:
             yield trace_store
+        finally:
+            trace_store.close()
     except ReplaygateError as exc:
         raise StoreDataError(str(exc)) from exc
+
+
+def source_label(source: Any) -> str:
+    """Where traces were read: the store's path or the source's description."""
+    return str(source.path) if isinstance(source, TraceStore) else str(source.describe())
+
+
+def source_option(fn: F) -> F:
+    """``--source store|phoenix|langfuse`` (or ``phoenix:URL`` / ``langfuse:URL``)."""
+    return click.option(
+        "--source",
+        metavar="SOURCE",
+        default=None,
+        help="Where traces are read: store (default), phoenix, langfuse, phoenix:URL or langfuse:URL.",
+    )(fn)
 
 
 def _emit_json(data: dict[str, Any]) -> None:
@@ -212,21 +254,22 @@ def _trace_table(records: Sequence[TraceRecord], title: str, width: int) -> Tabl
     return table
 
 
-def _list(records: Sequence[TraceRecord], store: TraceStore, as_json: bool, what: str) -> None:
+def _list(records: Sequence[TraceRecord], store: Any, as_json: bool, what: str) -> None:
+    where = source_label(store)
     if as_json:
         _emit_json(
             {
                 "format_version": JSON_FORMAT_VERSION,
-                "store": str(store.path),
+                "store": where,
                 "traces": [trace_to_json(r) for r in records],
             }
         )
         return
     console = _console()
     if not records:
-        console.print(Text(f"no {what} in {store.path}"))
+        console.print(Text(f"no {what} in {where}"))
         return
-    title = f"{len(records)} {what} in {store.path}, newest first"
+    title = f"{len(records)} {what} in {where}, newest first"
     console.print(_trace_table(records, title, console.width))
     if console.width < 150:
         console.print(
@@ -354,6 +397,7 @@ def register(group: click.Group) -> None:
 
     @group.command("traces")
     @_store_option
+    @source_option
     @_limit_option
     @click.option("--session", metavar="ID", default=None, help="Only traces of this session/conversation.")
     @click.option("--variant", metavar="NAME", default=None, help="Only traces of this variant (canary arm).")
@@ -363,6 +407,7 @@ def register(group: click.Group) -> None:
     @_json_option
     def traces(
         store: str | None,
+        source: str | None,
         limit: int,
         session: str | None,
         variant: str | None,
@@ -371,7 +416,7 @@ def register(group: click.Group) -> None:
     ) -> None:
         """List captured traces, newest first."""
         since_ns = parse_since(since) if since else None
-        with _open(store) as trace_store:
+        with open_traces(store, source) as trace_store:
             records = trace_store.list_traces(
                 limit=limit, since_ns=since_ns, session_id=session, variant=variant
             )
@@ -380,16 +425,17 @@ def register(group: click.Group) -> None:
     @group.command("trace")
     @click.argument("trace_id")
     @_store_option
+    @source_option
     @_json_option
-    def trace(trace_id: str, store: str | None, as_json: bool) -> None:
+    def trace(trace_id: str, store: str | None, source: str | None, as_json: bool) -> None:
         """Show one trace (full id or a unique prefix): turns, answers, span tree, chunks, calls, feedback."""
-        with _open(store) as trace_store:
+        with open_traces(store, source) as trace_store:
             record = trace_store.get_trace(trace_store.resolve_trace_id(trace_id))
             if as_json:
                 _emit_json(
                     {
                         "format_version": JSON_FORMAT_VERSION,
-                        "store": str(trace_store.path),
+                        "store": source_label(trace_store),
                         "trace": trace_to_json(record, detail=True),
                     }
                 )
@@ -398,6 +444,7 @@ def register(group: click.Group) -> None:
 
     @group.command("failures")
     @_store_option
+    @source_option
     @click.option(
         "--reason",
         "reasons",
@@ -411,10 +458,15 @@ def register(group: click.Group) -> None:
     @_limit_option
     @_json_option
     def failures(
-        store: str | None, reasons: tuple[str, ...], since: str | None, limit: int, as_json: bool
+        store: str | None,
+        source: str | None,
+        reasons: tuple[str, ...],
+        since: str | None,
+        limit: int,
+        as_json: bool,
     ) -> None:
         """The failure inbox: failure candidates with their reasons, newest first."""
         since_ns = parse_since(since) if since else None
-        with _open(store) as trace_store:
+        with open_traces(store, source) as trace_store:
             records = trace_store.failures(reasons=reasons or None, since_ns=since_ns, limit=limit)
             _list(records, trace_store, as_json, "failure candidates")

@@ -135,8 +135,32 @@ class Tolerance(_Model):
         return self.metrics.get(metric, self.overall)
 
 
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration_seconds(value: Any) -> Any:
+    """``90``, ``"90s"``, ``"30m"``, ``"4h"``, ``"1d"`` to seconds (others are left for the type check)."""
+    if isinstance(value, bool):
+        raise ValueError(f"a duration like 90s, 30m, 4h or 1d, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        unit = _DURATION_UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            raise ValueError(f"a duration like 90s, 30m, 4h or 1d, got {value!r}") from None
+        return seconds
+    return value
+
+
 class Policy(_Model):
-    """The whole gate policy (YAML, ``extra`` keys are refused)."""
+    """The whole gate policy (YAML, ``extra`` keys are refused).
+
+    ``max_hold`` (seconds, or ``30m`` / ``4h`` / ``1d``; ``null`` for none): how long a canary step may
+    hold undecided before the canary notifies through its audit log and the page, and the time within
+    which a step's share must gather the traffic its rule needs.
+    """
 
     format_version: Literal[1] = 1
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -147,8 +171,14 @@ class Policy(_Model):
     n_resamples: int = Field(default=10_000, ge=100)
     seed: int = 0
     power: float = Field(default=0.8, gt=0, lt=1)
+    max_hold: float | None = Field(default=86_400.0, gt=0, allow_inf_nan=False)
 
     _source: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @field_validator("max_hold", mode="before")
+    @classmethod
+    def _max_hold(cls, value: Any) -> Any:
+        return _duration_seconds(value)
 
     @property
     def confidence(self) -> float:

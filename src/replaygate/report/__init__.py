@@ -10,7 +10,7 @@ HTML is self-contained (inline CSS and SVG plots, no script, no external asset) 
 output and scenario text; Markdown escapes table cells and fits a pull-request comment.
 """
 
-from replaygate.report._html import render_html
+from replaygate.report._html import group_tolerances, render_html
 from replaygate.report._io import (
     FILE_NAMES,
     FORMATS,
@@ -22,11 +22,13 @@ from replaygate.report._io import (
 )
 from replaygate.report._junit import render_junit
 from replaygate.report._markdown import render_comparison_markdown, render_markdown
+from replaygate.report._svg import scenario_interval_chart, suite_delta_chart
 
 __all__ = [
     "FILE_NAMES",
     "FORMATS",
     "atomic_write",
+    "group_tolerances",
     "load_report",
     "render_comparison_markdown",
     "render_html",
@@ -34,5 +36,7 @@ __all__ = [
     "render_junit",
     "render_markdown",
     "report_path",
+    "scenario_interval_chart",
+    "suite_delta_chart",
     "write_reports",
 ]

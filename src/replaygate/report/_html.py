@@ -10,17 +10,24 @@ from replaygate.gate import (
     Comparison,
     GateReport,
     GuardrailComparison,
+    PolicyError,
     ScenarioComparison,
     SideStats,
+    policy_from_mapping,
 )
 from replaygate.report._markdown import _num as _f
 from replaygate.report._markdown import _p as _md_p
 from replaygate.report._markdown import _pct
 from replaygate.report._markdown import _peq as _md_peq
-from replaygate.report._svg import category_chart, guardrail_chart, scenario_diff_chart
+from replaygate.report._svg import (
+    category_chart,
+    guardrail_chart,
+    scenario_interval_chart,
+    suite_delta_chart,
+)
 from replaygate.stats import wilson_interval
 
-__all__ = ["render_html"]
+__all__ = ["group_tolerances", "render_html"]
 
 _CANT = "can't tell: "
 
@@ -35,6 +42,21 @@ pre{white-space:pre-wrap;background:#f3f4f6;padding:.5em;max-height:12em;overflo
 """
 
 
+def group_tolerances(report: GateReport) -> dict[str, float]:
+    """The allowed drop of each pass-rate group (``overall``, ``risk=high``) in the report's own policy."""
+    try:
+        tol = policy_from_mapping(report.policy, f"report {report.report_id}").tolerance
+    except PolicyError:
+        return {}
+    c = report.comparison
+    return {"overall": tol.overall, **{g.name: tol.for_category(g.name) for g in c.categories}}
+
+
+def _pp(x: float | None) -> str:
+    """A change in a rate, in percentage points."""
+    return "n/a" if x is None else f"{x * 100:+.1f} pp"
+
+
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
@@ -47,6 +69,14 @@ def _sig(x: float | None, signed: bool = False) -> str:
         return f"{x:+g}" if signed else f"{x:g}"
     decimals = max(0, 3 - math.floor(math.log10(abs(x))))
     return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+
+
+def _money(unit: str, x: float | None, signed: bool = False) -> str:
+    """Dollars as ``$0.00018`` (``-$0.00002`` for a change); other units as plain numbers."""
+    if x is None or "usd" not in unit.lower():
+        return _sig(x, signed=signed)
+    sign = ("+" if x >= 0 else "-") if signed else ("-" if x < 0 else "")
+    return f"{sign}${_sig(abs(x))}"
 
 
 def _noise(gr: GuardrailComparison) -> str:
@@ -124,8 +154,12 @@ def render_html(report: GateReport) -> str:
     """Render the report as one self-contained HTML page (model output and scenario text escaped)."""
     r, c = report, report.comparison
     o = c.overall
-    noise = "unknown (no second baseline run)" if c.noise is None else f"±{c.noise.magnitude:.3f}"
-    mdd = "none detectable" if c.minimum_detectable_drop is None else f"{c.minimum_detectable_drop:.2f}"
+    noise = "unknown (no second baseline run)" if c.noise is None else f"±{c.noise.magnitude * 100:.1f} pp"
+    mdd = (
+        "none detectable"
+        if c.minimum_detectable_drop is None
+        else f"{c.minimum_detectable_drop * 100:.1f} pp"
+    )
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta http-equiv='Content-Security-Policy' "
@@ -138,7 +172,8 @@ def render_html(report: GateReport) -> str:
         f"{_e(c.candidate.run_id)} ({_e(c.candidate.fingerprint.get('target', ''))}) · suite "
         f"{_e(c.suite_hash)} · k={c.k}</small></p>",
         f"<p><b>Noise floor</b> {_e(noise)} · <b>smallest detectable drop</b> {_e(mdd)} · <b>overall</b> "
-        f"{_pct(o.base_rate)} → {_pct(o.head_rate)} (Δ {_f(o.delta)}, interval [{_f(o.low)}, {_f(o.high)}], "
+        f"{_pct(o.base_rate)} → {_pct(o.head_rate)} (Δ {_pp(o.delta)}, "
+        f"interval [{_pp(o.low)}, {_pp(o.high)}], "
         f"p{_peq(o.p_value)})</p>",
     ]
     if not r.can_tell and r.notes:
@@ -159,6 +194,8 @@ def render_html(report: GateReport) -> str:
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     parts += [
+        "<h2>Change in pass rate against the tolerance</h2>",
+        suite_delta_chart(c, group_tolerances(r)),
         "<h2>Pass rate by category</h2>",
         "<p><small>grey: baseline, blue: candidate; "
         "lines are Wilson intervals of the pooled rate</small></p>",
@@ -170,17 +207,27 @@ def render_html(report: GateReport) -> str:
         parts.append(
             f"<tr><td>{_e(g.name)}</td><td class='num'>{g.scenarios}</td>"
             f"<td class='num'>{_pct(g.base_rate)}</td>"
-            f"<td class='num'>{_pct(g.head_rate)}</td><td class='num'>{_f(g.delta)}</td>"
-            f"<td>[{_f(g.low)}, {_f(g.high)}]</td><td class='num'>{_p(g.p_value)}</td>"
-            f"<td class='num'>{_p(g.p_adjusted)}</td><td class='num'>{_f(g.noise_magnitude, '.3f')}</td></tr>"
+            f"<td class='num'>{_pct(g.head_rate)}</td><td class='num'>{_pp(g.delta)}</td>"
+            f"<td>[{_pp(g.low)}, {_pp(g.high)}]</td><td class='num'>{_p(g.p_value)}</td>"
+            f"<td class='num'>{_p(g.p_adjusted)}</td><td class='num'>{_pp(g.noise_magnitude)}</td></tr>"
         )
     parts.append("</table>")
+    changed = [g for g in c.graded if g.delta is not None and abs(g.delta) >= 0.0005]
     if c.graded:
         parts.append(
-            "<h2>Graded scores</h2><table><tr><th>metric</th><th>group</th><th>n</th><th>baseline</th>"
+            f"<h2>Graded scores</h2><p><small>{len(changed)} of {len(c.graded)} metric × group rows changed "
+            "by 0.001 or more (scores on a 0..1 scale); the unchanged rows are folded below.</small></p>"
+            "<table><tr><th>metric</th><th>group</th><th>n</th><th>baseline</th>"
             "<th>candidate</th><th>Δ</th><th>interval</th><th>p (Holm in group)</th></tr>"
         )
-        for gg in c.graded:
+        unchanged = [g for g in c.graded if g not in changed]
+        for gg in [*changed, None, *unchanged]:
+            if gg is None:
+                if unchanged:
+                    parts.append(
+                        f"</table><details><summary>{len(unchanged)} unchanged rows</summary><table>"
+                    )
+                continue
             parts.append(
                 f"<tr><td>{_e(gg.metric)}</td><td>{_e(gg.group)}</td><td class='num'>{gg.scenarios}</td>"
                 f"<td class='num'>{_f(gg.base_mean, '.3f')}</td>"
@@ -188,7 +235,7 @@ def render_html(report: GateReport) -> str:
                 f"<td class='num'>{_f(gg.delta)}</td><td>[{_f(gg.low)}, {_f(gg.high)}]</td>"
                 f"<td class='num'>{_p(gg.p_adjusted)}</td></tr>"
             )
-        parts.append("</table>")
+        parts.append("</table></details>" if unchanged else "</table>")
     parts += [
         "<h2>Guardrails</h2>",
         guardrail_chart(c),
@@ -199,8 +246,8 @@ def render_html(report: GateReport) -> str:
         rel = f" ({gr.relative_change:+.0%})" if gr.relative_change is not None else ""
         parts.append(
             f"<tr><td>{_e(gr.name)} <small>{_e(gr.unit)}</small></td>"
-            f"<td class='num'>{_sig(gr.base)}</td>"
-            f"<td class='num'>{_sig(gr.head)}</td><td class='num'>{_sig(gr.change, signed=True)}{rel}</td>"
+            f"<td class='num'>{_money(gr.unit, gr.base)}</td><td class='num'>{_money(gr.unit, gr.head)}</td>"
+            f"<td class='num'>{_money(gr.unit, gr.change, signed=True)}{rel}</td>"
             f"<td class='num'>{_p(gr.p_value)}</td><td class='num'>{_noise(gr)}</td>"
             f"<td>{_e(gr.note)}</td></tr>"
         )
@@ -210,7 +257,7 @@ def render_html(report: GateReport) -> str:
         f"candidate {c.errors.head_errors}/{c.errors.head_attempts}</p>",
         "<h2>Scenarios</h2>",
         _scenario_legend(c),
-        scenario_diff_chart(c),
+        scenario_interval_chart(c),
         "<table><tr><th>scenario</th><th>change</th><th>baseline</th><th>candidate</th><th>Fisher p</th>"
         "<th>tags</th><th>candidate failures / answer (untrusted)</th></tr>",
         *_scenario_rows(c.scenarios),

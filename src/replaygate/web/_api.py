@@ -1,5 +1,10 @@
 """The JSON API: ``GET /api/canary`` for routing clients (ETag), ``POST /api/canary`` for scripts (token).
 
+``GET`` serves the full routing state (with the rollout's salt) only to a bearer token
+(``REPLAYGATE_READ_TOKEN``, which routing clients send as ``REPLAYGATE_CANARY_TOKEN``, or the write
+token); anyone else gets the state without the salt, the rollout id and the decision id, which a routing
+client treats as unreadable (it serves the baseline).
+
 ``POST`` takes ``{"action": "start"|"widen"|"promote"|"rollback"|"check", "actor": ..., "reason": ...,
 "decision_id": ... (start)}`` with ``Authorization: Bearer $REPLAYGATE_API_TOKEN``; writes are off when no
 token is configured.
@@ -32,12 +37,27 @@ def _error(status: int, message: str) -> Response:
     return response
 
 
+_PRIVATE = ("salt", "rollout_id", "decision_id")
+
+
+def _bearer_ok(*tokens: str | None) -> bool:
+    header = request.headers.get("Authorization", "")
+    given = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+    return bool(given) and any(t and hmac.compare_digest(given.encode(), t.encode()) for t in tokens)
+
+
 @bp.route("/canary", methods=["GET"])
 def canary_state() -> Response:
     """The current canary state for routing clients; answers 304 to a matching ``If-None-Match``."""
     state = controller().state()
-    response = jsonify(state_json(state))
-    response.set_etag(f"{state.rollout_id or 'none'}-{state.version}")
+    config = web_config()
+    payload = state_json(state)
+    full = _bearer_ok(config.read_token, config.api_token)
+    if not full:
+        payload = {k: v for k, v in payload.items() if k not in _PRIVATE}
+    response = jsonify(payload)
+    response.set_etag(f"{'full' if full else 'public'}-{state.rollout_id or 'none'}-{state.version}")
+    response.headers["Vary"] = "Authorization"
     response.headers["Cache-Control"] = "no-cache"
     return response.make_conditional(request)
 
@@ -48,9 +68,7 @@ def canary_action() -> Response:
     token = web_config().api_token
     if not token:
         return _error(403, "API writes are off: set REPLAYGATE_API_TOKEN on the server")
-    header = request.headers.get("Authorization", "")
-    given = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
-    if not given or not hmac.compare_digest(given.encode(), token.encode()):
+    if not _bearer_ok(token):
         return _error(401, "missing or wrong bearer token")
     body = request.get_json(silent=True)
     if not isinstance(body, dict):

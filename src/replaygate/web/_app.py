@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -14,17 +15,25 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 
 from replaygate.canary import CanaryController
 from replaygate.web._config import User, WebConfig
-from replaygate.web._svg import significant
+from replaygate.web._svg import fmt_measure, significant
+from replaygate.web._webstore import WebStore
 
 __all__ = [
     "CSP",
+    "SESSION_HOURS",
     "controller",
     "create_app",
     "current_user",
     "login_required",
+    "must_change_password",
+    "promoter_required",
     "releaser_required",
+    "reviewer_required",
     "web_config",
+    "web_store",
 ]
+
+SESSION_HOURS = 12
 
 #: No inline script or style, nothing from elsewhere; forms post only here.
 CSP = (
@@ -48,16 +57,36 @@ def controller() -> CanaryController:
     return config.controller
 
 
+def web_store() -> WebStore:
+    """The page's own tables (sessions, login failures, passwords, audit), opened on first use."""
+    config = web_config()
+    store = config.extra.get("web_store")
+    if store is None:
+        url = config.store if config.controller is None else config.controller.store.url
+        store = config.extra["web_store"] = WebStore(url)
+    return cast(WebStore, store)
+
+
 def current_user() -> User | None:
-    """The logged-in user, looked up again on every request (a removed user is logged out)."""
+    """The logged-in user: a live server-side session (logout revokes it) of a configured user."""
     if "user" not in g:
-        name = session.get("user")
-        g.user = web_config().users.get(name) if isinstance(name, str) else None
+        name, sid = session.get("user"), session.get("sid")
+        user = web_config().users.get(name) if isinstance(name, str) else None
+        if user is not None and (
+            not isinstance(sid, str) or web_store().session_user(sid, SESSION_HOURS * 3600) != user.name
+        ):
+            user = None
+        g.user = user
     return cast(User | None, g.user)
 
 
+def must_change_password() -> bool:
+    """Whether this session logged in with a one-time password and has not set its own yet."""
+    return bool(session.get("must_change"))
+
+
 def login_required(view: F) -> F:
-    """Views that need a logged-in viewer or releaser."""
+    """Views that need a logged-in user (who has replaced a one-time password)."""
 
     @wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -65,24 +94,37 @@ def login_required(view: F) -> F:
             if request.method != "GET":
                 abort(401)
             return redirect(url_for("auth.login", next=request.full_path))
+        if must_change_password():
+            if request.method != "GET":
+                abort(403)
+            return redirect(url_for("auth.password"))
         return view(*args, **kwargs)
 
     return cast(F, wrapped)
 
 
-def releaser_required(view: F) -> F:
-    """Actions only a releaser may take (refused with 403 for viewers, 401 for nobody)."""
+def _role_required(allowed: Callable[[User], bool]) -> Callable[[F], F]:
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            user = current_user()
+            if user is None:
+                abort(401)
+            if must_change_password() or not allowed(user):
+                abort(403)
+            return view(*args, **kwargs)
 
-    @wraps(view)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        user = current_user()
-        if user is None:
-            abort(401)
-        if not user.can_act:
-            abort(403)
-        return view(*args, **kwargs)
+        return cast(F, wrapped)
 
-    return cast(F, wrapped)
+    return decorate
+
+
+#: Actions only a releaser may take: sign, start, widen, promote, roll back (403 for others, 401 nobody).
+releaser_required = _role_required(lambda u: u.can_act)
+#: Marking a newly failing scenario read: reviewers and releasers.
+reviewer_required = _role_required(lambda u: u.can_review)
+#: Promoting a failure into the golden set: responders and releasers.
+promoter_required = _role_required(lambda u: u.can_promote)
 
 
 def _security_headers(response: Response) -> Response:
@@ -101,6 +143,10 @@ def _fmt_ns(value: int | None) -> str:
     return datetime.fromtimestamp(value / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
 def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     """Build the release page.
 
@@ -108,7 +154,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         config: a :class:`WebConfig` (or a mapping of its fields); unset secrets come from
             ``REPLAYGATE_SECRET_KEY``, ``REPLAYGATE_API_TOKEN``, users from ``REPLAYGATE_USERS``.
     """
-    from replaygate.web import _api, _audit, _auth, _inbox, _measures_view, _reports, _rollout
+    from replaygate.web import _api, _audit, _auth, _inbox, _measures_view, _reports, _review, _rollout
     from replaygate.web._config import load_users
 
     if config is None:
@@ -118,6 +164,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     if not config.users:
         config.users = load_users()
     config.api_token = config.api_token or os.environ.get("REPLAYGATE_API_TOKEN") or None
+    config.read_token = config.read_token or os.environ.get("REPLAYGATE_READ_TOKEN") or None
     secret = config.secret_key or os.environ.get("REPLAYGATE_SECRET_KEY") or secrets.token_hex(32)
 
     app = Flask("replaygate.web", static_folder="static", template_folder="templates")
@@ -128,18 +175,20 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SECURE=config.secure_cookies,
         SESSION_COOKIE_SAMESITE="Strict",
-        PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
-        WTF_CSRF_TIME_LIMIT=12 * 3600,
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
+        WTF_CSRF_TIME_LIMIT=SESSION_HOURS * 3600,
         MAX_CONTENT_LENGTH=1 << 20,
     )
     app.extensions["replaygate"] = config
     csrf.init_app(app)
-    for module in (_auth, _rollout, _measures_view, _audit, _inbox, _reports, _api):
+    for module in (_auth, _rollout, _measures_view, _audit, _inbox, _reports, _review, _api):
         app.register_blueprint(module.bp)
     csrf.exempt(_api.bp)  # token-authenticated JSON API: no cookies, so no CSRF
     app.after_request(_security_headers)
     app.jinja_env.filters["ns_time"] = _fmt_ns
     app.jinja_env.filters["significant"] = significant
+    app.jinja_env.globals["fmt_measure"] = fmt_measure
+    app.jinja_env.globals["as_json"] = _as_json
     app.jinja_env.globals["current_user"] = current_user
 
     @app.errorhandler(CSRFError)

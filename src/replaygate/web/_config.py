@@ -15,22 +15,38 @@ from replaygate.canary import CanaryController, CanaryError
 
 __all__ = ["ROLES", "User", "WebConfig", "hash_password", "load_users"]
 
-Role = Literal["viewer", "releaser"]
-ROLES: tuple[Role, ...] = ("viewer", "releaser")
+Role = Literal["viewer", "reviewer", "responder", "releaser"]
+ROLES: tuple[Role, ...] = ("viewer", "reviewer", "responder", "releaser")
 
 
 @dataclass(frozen=True)
 class User:
-    """A person who may log in: a werkzeug password hash and a role (viewer reads, releaser acts)."""
+    """A person who may log in: a werkzeug password hash and a role.
+
+    ``viewer`` reads; ``reviewer`` may also mark newly failing scenarios read; ``responder`` may also
+    promote failures into the golden set; ``releaser`` does all of that and signs, starts, widens, promotes
+    and rolls back. ``one_time``: the password works for one login, which must set a new one.
+    """
 
     name: str
     password_hash: str
     role: Role
+    one_time: bool = False
 
     @property
     def can_act(self) -> bool:
-        """Whether this user may start, widen, promote or roll back."""
+        """Whether this user may sign, start, widen, promote or roll back."""
         return self.role == "releaser"
+
+    @property
+    def can_review(self) -> bool:
+        """Whether this user may mark a newly failing scenario read."""
+        return self.role in ("reviewer", "releaser")
+
+    @property
+    def can_promote(self) -> bool:
+        """Whether this user may promote a failure into the golden set (releasers and responders)."""
+        return self.role in ("responder", "releaser")
 
 
 def hash_password(password: str) -> str:
@@ -52,8 +68,8 @@ def _users_from_mapping(data: Any, where: str) -> dict[str, User]:
             )
         role = entry.get("role", "viewer")
         if role not in ROLES:
-            raise CanaryError(f"{where}: user {name!r} has role {role!r}; use viewer or releaser")
-        users[str(name)] = User(str(name), str(entry["password_hash"]), role)
+            raise CanaryError(f"{where}: user {name!r} has role {role!r}; use one of {', '.join(ROLES)}")
+        users[str(name)] = User(str(name), str(entry["password_hash"]), role, bool(entry.get("one_time")))
     return users
 
 
@@ -65,6 +81,7 @@ def load_users(path: str | os.PathLike[str] | None = None) -> dict[str, User]:
         users:
           ana: {password_hash: "scrypt:32768:8:1$...", role: releaser}
           bo:  {password_hash: "scrypt:...", role: viewer}
+          cy:  {password_hash: "scrypt:...", role: reviewer, one_time: true}
     """
     if path is not None:
         file = Path(path)
@@ -95,7 +112,16 @@ class WebConfig:
         api_token: bearer token for ``POST /api/canary`` (``REPLAYGATE_API_TOKEN``; unset: API writes off).
         secure_cookies: set the cookie's Secure flag (turn off only for local http).
         controller: an already built controller (tests); otherwise opened from ``store`` and ``policy``.
-        auto_check: run ``check`` (auto-rollback) when the page or the measures are viewed.
+        auto_check: unused by the page (no GET changes state: run ``replaygate canary check`` on a
+            schedule, or ``POST /api/canary`` with ``check``).
+        reports_dir: where ``replaygate gate`` writes reports (every ``*/report.json`` below it is
+            listed; ``REPLAYGATE_REPORTS``, default ``.replaygate/reports``).
+        golden: the golden set promotions from the inbox write to (``REPLAYGATE_GOLDEN``, default
+            ``golden``).
+        read_token: bearer token routing clients send to ``GET /api/canary`` (``REPLAYGATE_READ_TOKEN``);
+            without it the endpoint serves the state without the routing salt.
+        login_limit: wrong passwords per user (and ten times as many per client address) within
+            ``login_window_s`` that lock the login for the rest of the window.
     """
 
     store: str | None = None
@@ -107,4 +133,9 @@ class WebConfig:
     controller: CanaryController | None = None
     auto_check: bool = True
     testing: bool = False
+    reports_dir: str | None = None
+    golden: str | None = None
+    read_token: str | None = None
+    login_limit: int = 20
+    login_window_s: int = 900
     extra: dict[str, Any] = field(default_factory=dict)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from replaygate.web._app import controller, login_required
-from replaygate.web._svg import series_svg
+from replaygate.web._rollout import measure_charts
 
 __all__ = ["bp"]
 
@@ -17,11 +17,12 @@ bp = Blueprint("measures", __name__)
 def measures() -> str:
     """The measures page (the same table as the rollout page, with the series)."""
     ctl = controller()
-    status = ctl.status(series_bins=24)
+    status = ctl.status()
     return render_template(
         "measures.html",
         status=status,
         state=status.state,
-        series=series_svg(status.series),
+        charts=measure_charts(ctl, status.state, bins=24),
         tolerances=ctl.tolerances,
+        rollback_alpha=ctl.settings.evidence.rollback_alpha,
     )

@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from markupsafe import Markup
 from werkzeug.wrappers import Response
 
-from replaygate.canary import CanaryError, Transition, parse_plan
-from replaygate.web._app import controller, current_user, login_required, releaser_required, web_config
-from replaygate.web._svg import series_svg
+from replaygate.canary import CanaryController, CanaryError, RolloutState, Transition, parse_plan
+from replaygate.web._app import controller, current_user, login_required, releaser_required
+from replaygate.web._canary_series import measure_series, rollout_markers
+from replaygate.web._svg import measure_chart
 
-__all__ = ["bp", "decision_for"]
+__all__ = ["ROLLBACK_STATES", "bp", "decision_for", "measure_charts"]
+
+#: States with something to roll back (the Roll back button is enabled only then).
+ROLLBACK_STATES = ("canary", "promoted")
 
 bp = Blueprint("rollout", __name__)
 
@@ -25,6 +30,18 @@ def decision_for(decision_id: str | None) -> Any:
         return ctl.decisions.get(decision_id)
     except Exception:
         return None
+
+
+def measure_charts(ctl: CanaryController, state: RolloutState, bins: int = 12) -> list[Markup]:
+    """One chart per live measure over the rollout, with the tolerance band and the action markers."""
+    if state.status == "idle" or (state.started_ns or state.step_started_ns) is None:
+        return []
+    now = ctl.clock()
+    start = state.started_ns or state.step_started_ns or now
+    end = (state.updated_ns if state.status == "rolled_back" and state.updated_ns else now) + 1
+    markers = rollout_markers(ctl, state)
+    end = max([end, *(m.at_ns + 1 for m in markers)])
+    return [measure_chart(s, markers, start, end) for s in measure_series(ctl, state, bins, now_ns=now)]
 
 
 def _flash(t: Transition) -> None:
@@ -47,23 +64,17 @@ def _actor() -> str:
 def index() -> str:
     """The rollout page: state, shares, decision and fingerprints, measures, series, buttons."""
     ctl = controller()
-    status = None
-    if web_config().auto_check:
-        result = ctl.check(actor="release page (automatic check)")
-        if result.rollback is not None and result.rollback.changed:
-            flash(f"Automatic rollback: {result.rollback.reason}", "error")
-        else:
-            status = result.status  # nothing changed: reuse what the check measured
-    if status is None:
-        status = ctl.status()
+    status = ctl.status()  # reading only: the automatic check runs on a schedule (no GET changes state)
     return render_template(
         "index.html",
         status=status,
         state=status.state,
         decision=decision_for(status.state.decision_id),
         decisions=ctl.signed_decisions(),
-        series=series_svg(ctl.series(status.state) if status.state.status != "idle" else []),
+        charts=measure_charts(ctl, status.state),
         tolerances=ctl.tolerances,
+        rollback_alpha=ctl.settings.evidence.rollback_alpha,
+        can_roll_back=status.state.status in ROLLBACK_STATES,
         audit=ctl.audit(limit=5),
         default_plan=",".join(f"{p * 100:g}" for p in ctl.settings.plan),
     )
@@ -88,8 +99,12 @@ def start() -> Response:
 @bp.route("/rollout/widen", methods=["POST"])
 @releaser_required
 def widen() -> Response:
-    """Widen to the next step (refused with the reason until the evidence holds)."""
-    _flash(controller().widen(actor=_actor(), reason=request.form.get("reason", "").strip()))
+    """Widen to the next step, with a reason (refused with the evidence's reason until it holds)."""
+    reason = request.form.get("reason", "").strip()
+    if not reason:
+        flash("widen refused: say why (the reason is recorded in the audit log)", "error")
+        return redirect(url_for("rollout.index"))
+    _flash(controller().widen(actor=_actor(), reason=reason))
     return redirect(url_for("rollout.index"))
 
 
@@ -104,7 +119,10 @@ def promote() -> Response:
 @bp.route("/rollout/rollback", methods=["POST"])
 @releaser_required
 def rollback() -> Response:
-    """Roll back to the baseline: one action, idempotent, audited with the reason."""
-    reason = request.form.get("reason", "").strip() or "rolled back from the release page"
+    """Roll back to the baseline: one action, idempotent, audited; a reason is required (as in the CLI)."""
+    reason = request.form.get("reason", "").strip()
+    if not reason:
+        flash("rollback refused: a rollback needs a reason (recorded in the audit log)", "error")
+        return redirect(url_for("rollout.index"))
     _flash(controller().rollback(actor=_actor(), reason=reason))
     return redirect(url_for("rollout.index"))

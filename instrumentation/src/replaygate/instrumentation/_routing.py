@@ -27,6 +27,8 @@ Environment variables:
   (``http://host:8080/api/canary``); default: the store (``REPLAYGATE_STORE`` or
   ``.replaygate/replaygate.db``).
 - ``REPLAYGATE_CANARY_REFRESH_S``: the refresh interval in seconds (default 5).
+- ``REPLAYGATE_CANARY_TOKEN``: the page's read token (``REPLAYGATE_READ_TOKEN`` on the page), sent as a
+  bearer token; without it the page serves no routing salt and the client serves the baseline.
 
 Or configure explicitly: ``configure_routing("http://release:8080/api/canary", refresh_s=2)``.
 """
@@ -165,8 +167,10 @@ class RoutingClient:
         refresh_s: float = DEFAULT_REFRESH_S,
         timeout_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        token: str | None = None,
     ) -> None:
         self.source = os.fspath(source)
+        self.token = token if token is not None else os.environ.get("REPLAYGATE_CANARY_TOKEN") or None
         self.refresh_s = float(refresh_s)
         self.timeout_s = float(timeout_s)
         self._clock = clock
@@ -226,6 +230,8 @@ class RoutingClient:
         request = urllib.request.Request(self.source, headers={"Accept": "application/json"})
         if self._etag is not None:
             request.add_header("If-None-Match", self._etag)
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 body = response.read()
