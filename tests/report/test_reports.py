@@ -121,6 +121,9 @@ def test_every_report_lists_worse_not_confirmed_and_flaky(f, tmp_path) -> None:
     assert "quarantine ID --owner NAME --until YYYY-MM-DD" in md[flaky:]
     assert "`s09`: the two baseline runs disagree: inconclusive vs fail (5/5 vs 1/5)" in md
     assert "threshold 0.8 needs at least 16 repeats to be confirmed at 95%" in md  # can't tell per scenario
+    html = render_html(report)
+    assert "Worse, not confirmed at k=5</b> (no signature needed): s11" in html
+    assert "disagree): s09 (1; 100% of their disagreement; quarantine each" in html
     again = load_report(write_reports(report, tmp_path, ["json"])["json"])
     assert (again.worse_unconfirmed, again.flaky, again.flaky_noise_share) == (["s11"], ["s09"], 1.0)
     # without a second baseline the flaky list says it is unknown, and an empty list says none

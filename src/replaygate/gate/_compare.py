@@ -336,9 +336,8 @@ def compare_runs(
             h_counted.extend(ha)
         second = None
         if noise is not None and sid in n_entries:
-            second = _side(noise, "second baseline", n_entries[sid], sid, required, conf, n_att.get(sid, []))[
-                0
-            ]
+            na = n_att.get(sid, [])
+            second, _, _ = _side(noise, "second baseline", n_entries[sid], sid, required, conf, na)
         change: Change = "unknown"  # decided by classify_scenarios below
         scenarios.append(
             ScenarioComparison(

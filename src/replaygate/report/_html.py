@@ -139,6 +139,22 @@ def _scenario_rows(scenarios: list[ScenarioComparison]) -> list[str]:
     return rows
 
 
+def _worse_and_flaky(r: GateReport) -> str:
+    """The two lists that ask for no signature (the Markdown report words them the same)."""
+    worse = ", ".join(_e(i) for i in r.worse_unconfirmed) or "none"
+    flaky = "none"
+    if r.comparison.noise_run is None:
+        flaky = "unknown (no second baseline run)"
+    elif r.flaky:
+        share = "" if r.flaky_noise_share is None else f"; {r.flaky_noise_share:.0%} of their disagreement"
+        advice = "quarantine each with an owner and a date, or raise its repeats"
+        flaky = f"{', '.join(_e(i) for i in r.flaky)} ({len(r.flaky)}{share}; {advice})"
+    return (
+        f"<p><b>Worse, not confirmed at k={r.comparison.k}</b> (no signature needed): {worse}<br>"
+        f"<b>Flaky</b> (the two baseline runs disagree): {flaky}</p>"
+    )
+
+
 def _scenario_legend(c: Comparison) -> str:
     """Say what each change label means; "inconclusive" on a 5/5 scenario puzzles readers otherwise."""
     perfect_low = wilson_interval(c.k, c.k, c.confidence)[0] if c.k else 0.0
@@ -196,6 +212,7 @@ def render_html(report: GateReport) -> str:
             )
         parts.append("</table>")
     parts += _agreement_html(r)
+    parts.append(_worse_and_flaky(r))
     notes = [*r.policy_notes, *(r.notes[1:] if not r.can_tell else r.notes)]
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
