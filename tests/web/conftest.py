@@ -130,7 +130,7 @@ def _users() -> dict[str, User]:
     }
 
 
-def _make_env(tmp_path: Path, decisions: Any, widen_confidence: float = 0.8) -> tuple[Env, list[Any]]:
+def _make_env(tmp_path: Path, decisions: Any, widen_alpha: float = 0.10) -> tuple[Env, list[Any]]:
     path = tmp_path / "store.db"
     hostile = write_traces(path)
     store = CanaryStore(path)
@@ -140,7 +140,7 @@ def _make_env(tmp_path: Path, decisions: Any, widen_confidence: float = 0.8) -> 
         traces,
         decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_confidence=widen_confidence),
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_alpha=widen_alpha),
             groundedness_sample=0,
         ),
     )
@@ -185,7 +185,7 @@ class Release:
 
 @pytest.fixture
 def release(tmp_path: Path) -> Iterator[Release]:
-    made, parts = _make_env(tmp_path, DecisionStore, widen_confidence=0.55)  # widen on small equal arms
+    made, parts = _make_env(tmp_path, DecisionStore, widen_alpha=0.45)  # widen on small equal arms
     blocked, signoff = write_gate_reports(tmp_path)
     yield Release(made, blocked, signoff, tmp_path / "reports")
     _close(made, parts)

@@ -148,7 +148,11 @@ def _worse_and_flaky(r: GateReport) -> list[str]:
     if c.noise_run is None:
         lines.append("- unknown: no second baseline run (pass --baseline-2)")
     elif r.flaky:
-        share = "" if r.flaky_noise_share is None else f", carrying {r.flaky_noise_share:.0%} of the disagreement between the baseline runs"
+        share = (
+            ""
+            if r.flaky_noise_share is None
+            else f", carrying {r.flaky_noise_share:.0%} of the disagreement between the baseline runs"
+        )
         lines += [
             f"{len(r.flaky)} of {len(c.scenarios)} scenarios are flaky{share}. Quarantine each with an "
             "owner and a date (`replaygate scenarios quarantine ID --owner NAME --until YYYY-MM-DD "

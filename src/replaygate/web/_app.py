@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 from flask import Flask, Response, abort, current_app, g, redirect, request, session, url_for
 from flask_wtf.csrf import CSRFError, CSRFProtect
 
-from replaygate.canary import CanaryController
+from replaygate.canary import WORDS, CanaryController
 from replaygate.web._config import User, WebConfig
 from replaygate.web._svg import fmt_measure, significant
 from replaygate.web._webstore import WebStore
@@ -189,6 +189,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     app.jinja_env.filters["significant"] = significant
     app.jinja_env.globals["fmt_measure"] = fmt_measure
     app.jinja_env.globals["as_json"] = _as_json
+    app.jinja_env.globals["verdict_words"] = WORDS
     app.jinja_env.globals["current_user"] = current_user
 
     @app.errorhandler(CSRFError)
