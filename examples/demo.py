@@ -1,12 +1,18 @@
 """The replaygate demo (``make demo`` / ``python -m examples.demo``), offline, on the embedded store.
 
 Stage 1, capture: the support agent serves a few hundred simulated production requests with the
-production configuration, traced into the embedded store (``.replaygate/replaygate.db`` or ``--store``);
-unhappy users leave negative feedback a little later. Stage 2, the failure inbox: what was captured and
+production configuration, traced into the embedded store; unhappy users leave negative feedback a little
+later. Stage 2, the failure inbox: what was captured and
 which traces are failure candidates, with their reasons. Later stages (promotion, replay, gate, canary)
-append themselves to ``STAGES``. Re-running is safe: each run adds its own traces and reports on those.
+append themselves to ``STAGES``.
 
-Options: ``--store PATH`` (default ``REPLAYGATE_STORE`` or ``.replaygate/replaygate.db``),
+Where it writes: by default everything goes to the demo's own folder ``.replaygate/demo/`` (its store
+``replaygate.db``, the golden-set copy, configurations, runs and reports), removed and made anew at every
+start, so a rerun tells the same story. With ``--store PATH`` (or ``REPLAYGATE_STORE``) the demo reuses that
+store, says so, and keeps its earlier traces, decisions and canary history (each stage reports on the
+traces of this run); its folder is then ``demo/`` beside the store.
+
+Options: ``--store PATH`` (default: the demo folder's own, made anew),
 ``--requests N`` (300), ``--seed N`` (2026; -1 for fresh randomness), ``--config NAME`` (``production``),
 ``--serve`` (serve the release page at the end, ``--port``). Stages 3 to 8 (``examples/demo_release.py``)
 promote failures, replay, gate, fix, sign and run the canary.
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from collections import Counter
@@ -34,9 +41,9 @@ from examples.demo_release import RELEASE_STAGES, StageError
 from examples.support_agent import ConfigError, load_config
 from examples.support_agent.traffic import simulate
 
-__all__ = ["STAGES", "Demo", "capture", "failure_inbox", "main"]
+__all__ = ["STAGES", "Demo", "capture", "failure_inbox", "main", "prepare"]
 
-DEFAULT_STORE = ".replaygate/replaygate.db"
+DEMO_FOLDER = Path(".replaygate") / "demo"
 
 
 @dataclass
@@ -44,6 +51,8 @@ class Demo:
     """What the stages share: options, the console, and each stage's results by name."""
 
     store: Path
+    work: Path = DEMO_FOLDER
+    reused: bool = False
     requests: int = 300
     seed: int | None = None
     config: str = "production"
@@ -58,9 +67,34 @@ class DemoError(RuntimeError):
     """A stage found the demo's own pipeline broken (nothing captured, nothing flagged)."""
 
 
-def _store_path(value: str | None) -> Path:
-    raw = value or os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
-    return Path(raw.removeprefix("sqlite:///"))
+def _store_path(value: str | None) -> tuple[Path, Path, bool]:
+    """The store, the demo folder, and whether the store is one the user chose (reused, not removed)."""
+    raw = value or os.environ.get("REPLAYGATE_STORE")
+    if not raw:
+        return DEMO_FOLDER / "replaygate.db", DEMO_FOLDER, False
+    store = Path(raw.removeprefix("sqlite:///"))
+    return store, store.parent / "demo", True
+
+
+def prepare(demo: Demo) -> None:
+    """Start from a clean demo folder, or say which store is reused and what it already holds."""
+    if not demo.reused:
+        if demo.work.exists():
+            shutil.rmtree(demo.work)
+        demo.console.print(
+            f"Demo folder {demo.work}/ (store, golden-set copy, runs, reports): starting clean "
+            "(a previous demo's folder is removed first)."
+        )
+        return
+    before = 0
+    if demo.store.exists():
+        with TraceStore(demo.store) as store:
+            before = store.count()
+    demo.console.print(
+        f"Reusing the store {demo.store} ({before} traces already in it): its earlier traces, decisions "
+        f"and canary history stay, and each stage reports on this run's own traces. The folder "
+        f"{demo.work}/ is made anew."
+    )
 
 
 def capture(demo: Demo) -> None:
@@ -85,11 +119,19 @@ def capture(demo: Demo) -> None:
     table.add_row("requests / sessions", f"{counts['requests']} / {counts['sessions']}")
     for label in ("answer", "escalate", "clarify", "refuse"):
         table.add_row(f"label {label}", str(counts[label]))
+    rates = config.rates.model_dump()
     for key in sorted(k for k in counts if k.startswith("injected_")):
-        table.add_row(f"planted {key.removeprefix('injected_')}", str(counts[key]))
+        name = key.removeprefix("injected_")
+        if rates.get(name, 0) > 0 or counts[key]:
+            table.add_row(f"planted {name}", str(counts[key]))
     table.add_row("negative feedback sent later", str(counts["negative_feedback"]))
     table.add_row("seconds", f"{elapsed:.1f}")
     demo.console.print(table)
+    absent = sorted(n for n, rate in rates.items() if not rate)
+    if absent:
+        demo.console.print(
+            f"Not planted in {config.config_id}: {', '.join(absent)} (the candidate's regression, Stage 4)."
+        )
     dropped = stats.get("dropped_spans", 0)
     if not flushed or dropped:
         demo.console.print(f"[yellow]warning:[/] export not fully flushed (dropped spans: {dropped})")
@@ -164,7 +206,9 @@ STAGES: list[Stage] = [
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every stage in order; 0 when all completed, 1 when a stage found the pipeline broken."""
     parser = argparse.ArgumentParser(prog="python -m examples.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", help=f"trace store path (default REPLAYGATE_STORE or {DEFAULT_STORE})")
+    parser.add_argument(
+        "--store", help=f"reuse this trace store (default REPLAYGATE_STORE, else a new one in {DEMO_FOLDER}/)"
+    )
     parser.add_argument("--requests", type=int, default=300, help="simulated requests (default 300)")
     parser.add_argument("--seed", type=int, default=2026, help="traffic seed (default 2026; -1: random)")
     parser.add_argument("--serve", action="store_true", help="serve the release page at the end")
@@ -178,14 +222,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         parser.error(str(exc))
     seed = None if args.seed == -1 else args.seed
+    store, work, reused = _store_path(args.store)
     demo = Demo(
-        store=_store_path(args.store),
+        store=store,
+        work=work,
+        reused=reused,
         requests=args.requests,
         seed=seed,
         config=args.config,
         serve=args.serve,
         port=args.port,
     )
+    prepare(demo)
     for number, (title, stage) in enumerate(STAGES, start=1):
         demo.console.rule(f"Stage {number}: {title}")
         try:

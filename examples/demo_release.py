@@ -49,7 +49,7 @@ class StageError(RuntimeError):
 
 
 def _work(demo: Demo) -> Path:
-    return demo.store.parent / "demo"
+    return demo.work
 
 
 def replaygate(demo: Demo, *args: str, expect: tuple[int, ...] = (0,), echo: bool = True) -> int:
@@ -84,8 +84,9 @@ def _pick_failures(demo: Demo) -> list[TraceRecord]:
 def promote(demo: Demo) -> None:
     """Stage 3: an incident responder promotes real failures into the golden set, then lints it."""
     work = _work(demo)
-    if work.exists():
-        shutil.rmtree(work)
+    for owned in ("golden", "configs", "runs", "reports"):  # the store may live here too: keep it
+        if (work / owned).exists():
+            shutil.rmtree(work / owned)
     golden = work / "golden"
     shutil.copytree(EXAMPLE_GOLDEN, golden)
     picked = _pick_failures(demo)
@@ -93,7 +94,8 @@ def promote(demo: Demo) -> None:
         raise StageError("no failure candidate with user turns to promote")
     for record in picked:
         reasons = ", ".join(record.summary.failure_reasons)
-        demo.console.print(f"failure {record.summary.trace_id[:12]} ({reasons}): {record.summary.turns!r}")
+        turns = " / ".join(f"“{turn}”" for turn in record.summary.turns)
+        demo.console.print(Text(f"failure {record.summary.trace_id[:12]} ({reasons}): {turns}"))
         for _ in range(2):  # the second promotion of the same trace finds the first (idempotent)
             replaygate(
                 demo,
@@ -151,7 +153,7 @@ def _run(demo: Demo, name: str, seed_key: str, verbose: bool = False) -> Path:
         str(POLICY),
         "--out",
         str(out),
-        *(() if verbose else ("--quiet",)),
+        *(("--progress", "none") if verbose else ("--quiet",)),
     )
     return out
 
@@ -242,6 +244,8 @@ def canary(demo: Demo) -> None:
         "10,25,50,100",
         "--reason",
         "signed gate pass",
+        "--salt",
+        "demo-2026",  # a fixed routing salt: every demo run routes the same users to the candidate
         *common,
     )
     # Live traffic arrives one batch at a time; the canary widens only when every measure is confidently
@@ -259,7 +263,6 @@ def canary(demo: Demo) -> None:
             "--seed",
             str(batch),
             *common,
-            echo=batch == 1,
         )
         state = _state(demo)
         if state.status != "canary":
@@ -317,7 +320,7 @@ def serve_hint(demo: Demo) -> None:
     """Last stage: where to look, and the page when ``--serve`` was given."""
     store = str(demo.store)
     demo.console.print(f"Reports: {demo.results['report']}/report.html  (and report.md, junit.xml)")
-    demo.console.print(f"Audit log: replaygate canary status --store {store}")
+    demo.console.print(f"Audit log: replaygate canary audit --store {store}")
     if not getattr(demo, "serve", False):
         demo.console.print("Run `make demo DEMO_ARGS=--serve` to open the release page afterwards.")
         return

@@ -6,6 +6,7 @@ GATE = {
     "DECISION_OUTCOMES",
     "REPORT_FORMAT_VERSION",
     "RULE_TITLES",
+    "Change",
     "Comparison",
     "ComparisonError",
     "DecisionError",

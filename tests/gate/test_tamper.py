@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from replaygate.replay import RunFile
 from replaygate.replay._errors import RunFileError
+from replaygate.replay._journal import restore_journal
 from replaygate.replay._runfile import digest_of, load_run
 from replaygate.replay._scenario_io import suite_hash_of
 
@@ -46,6 +47,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("tamper")
     root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", _REPLAY, str(tmp)], cwd=root, check=True, timeout=300)
+    # A completed run removes its journal; the one it had is written back from the pristine run file.
+    restore_journal(tmp / "candidate.json")
     return {"baseline": tmp / "production.json", "candidate": tmp / "candidate.json"}
 
 

@@ -171,3 +171,31 @@ def test_lint_update_lock_and_missing_directory(
     assert code == 0 and "accepted b-1" in out
     code, _, err = run(capsys, "scenarios", "lint", "--golden", g + "-missing")
     assert code == 3 and "no golden-set directory" in err
+
+
+def test_lint_warns_of_a_threshold_its_repeats_cannot_confirm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gs = GoldenSet(tmp_path / "golden")
+    gs.write(
+        [
+            scenario("strict-1", threshold=0.8, repeats=5),
+            scenario("enough-1", threshold=0.8, repeats=16),
+            scenario("lenient-1", threshold=0.5, repeats=5),
+            scenario("must-1", must_pass=True, threshold=0.8, repeats=5),  # pass^k: the threshold is unused
+            scenario("low-1", threshold=0.2, repeats=5),
+        ]
+    )
+    assert run(capsys, "scenarios", "lock", "--golden", str(gs.path))[0] == 0
+    code, out, _ = run(capsys, "scenarios", "lint", "--golden", str(gs.path))
+    assert code == 0  # warnings, not errors
+    warned = [line for line in out.splitlines() if "threshold" in line]
+    assert len(warned) == 2
+    strict = next(line for line in warned if "strict-1" in line)
+    assert (
+        f"{gs.file_for('strict-1')}:" in strict
+        and "warning: strict-1: threshold 0.8 needs at least 16 repeats to be confirmed at 95%; at 5 it can "
+        "only be inconclusive or fail"
+        in strict
+    )
+    assert any("low-1" in line and "to be refuted" in line for line in warned)

@@ -74,7 +74,16 @@ def run(*args: str) -> Result:
 
 
 def test_private_all_is_pinned() -> None:
-    assert sorted(_traces.__all__) == ["JSON_FORMAT_VERSION", "parse_since", "register", "trace_to_json"]
+    assert sorted(_traces.__all__) == [
+        "JSON_FORMAT_VERSION",
+        "is_store_source",
+        "open_traces",
+        "parse_since",
+        "register",
+        "source_label",
+        "source_option",
+        "trace_to_json",
+    ]
 
 
 def test_traces_table_prints_model_output_literally(store: tuple[Path, list[str]]) -> None:

@@ -1,6 +1,13 @@
 import replaygate.replay as replay
 
 EXPECTED = {
+    "NO_LLM_CALL",
+    "GuardrailMeasures",
+    "call_cost",
+    "compute_measures",
+    "guardrail_measures",
+    "percentile",
+    "scored_attempts",
     # runner, targets, journal, shards, fingerprint, summary
     "run_suite",
     "run_suite_async",
@@ -16,6 +23,7 @@ EXPECTED = {
     "git_commit",
     "journal_path",
     "read_journal",
+    "ProgressLines",
     "merge_runs",
     "in_shard",
     "parse_shard",
@@ -61,6 +69,7 @@ EXPECTED = {
     "load_scenarios",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_json_schema",
     "suite_hash",
     "select_scenarios",
     "counts_in_gate",

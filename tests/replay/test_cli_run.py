@@ -4,7 +4,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from replaygate.replay._journal import journal_path
+from replaygate.replay._journal import journal_path, restore_journal
 from replaygate.replay._runfile import content_hash, load_run
 from replaygate.replay._scenario import Scenario, save_scenario
 
@@ -172,6 +172,8 @@ def test_resume_and_shards_through_the_cli(project: Path, capsys: pytest.Capture
     assert cli(args + ["--out", "whole.json"]) == 0
     whole = load_run(project / "whole.json")
     jpath = journal_path(project / "whole.json")
+    assert not jpath.exists()  # a completed run removes its journal
+    restore_journal(project / "whole.json")
     lines = jpath.read_bytes().split(b"\n")
     jpath.write_bytes(b"\n".join(lines[:3]) + b"\n")  # as if killed after two attempts
     (project / "whole.json").unlink()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.replay._journal import journal_path
+from replaygate.replay._journal import restore_journal
 from replaygate.replay._runfile import load_run
 from replaygate.replay._scenario import Scenario, save_scenario
 
@@ -135,7 +135,7 @@ def test_resume_rebuilds_the_runs_judges_and_refuses_others(
     args = run_args(0.1, "run.json", "golden-judged") + ["--quiet"]
     assert cli(args + ["--judge-model", "judge-m", "--judge-base-url", openai_server.url]) == 0
     whole = load_run(project / "run.json")
-    jpath = journal_path(project / "run.json")
+    jpath = restore_journal(project / "run.json")  # removed when the run completed
     jpath.write_bytes(b"\n".join(jpath.read_bytes().split(b"\n")[:2]) + b"\n")  # killed after one attempt
     calls = len(openai_server.requests)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from replaygate.instrumentation._records import LlmCall, ToolCall, TraceSummary
@@ -67,3 +68,18 @@ def test_compute_measures() -> None:
     assert not unknown.empty and not unknown.escalated
     reported = compute_measures(make_summary(input_tokens=7, output_tokens=3), answer="hi", latency_s=1)
     assert (reported.input_tokens, reported.output_tokens, reported.steps) == (7, 3, 0)
+    assert reported.cost_usd is None and reported.llm_calls == 0  # no LLM call was captured: unknown
+
+
+def test_no_llm_call_is_unknown_cost_unless_declared() -> None:
+    none_seen = compute_measures(make_summary(), answer="hi", latency_s=1)
+    assert (none_seen.cost_usd, none_seen.input_tokens, none_seen.llm_calls) == (None, None, 0)
+    declared = compute_measures(make_summary(), answer="hi", latency_s=1, declares_no_llm=True)
+    assert declared.cost_usd == 0.0
+
+
+def test_span_reported_cost_wins_over_the_price_list() -> None:
+    call = llm("no-such-model-anywhere")
+    assert compute_measures(make_summary(llm_calls=(call,)), answer="a", latency_s=1).cost_usd is None
+    priced = dataclasses.replace(call, cost_usd=0.25)
+    assert compute_measures(make_summary(llm_calls=(priced,)), answer="a", latency_s=1).cost_usd == 0.25

@@ -1,6 +1,7 @@
 import asyncio
 import datetime as dt
 import json
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -407,7 +408,7 @@ def test_hung_sync_calls_do_not_starve_later_attempts(tmp_path: Path) -> None:
 
 
 def test_progress_bar_shows_errors_fails_and_passes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def target(turns: list[str], context: dict[str, Any]) -> str:
         if context.get("boom"):
@@ -416,9 +417,13 @@ def test_progress_bar_shows_errors_fails_and_passes(
 
     scenarios = [scenario("e", context={"boom": True}), scenario("f"), scenario("p", context={"good": True})]
     result = run(scenarios, target, tmp_path, progress=True)
-    err = capsys.readouterr().err
-    assert "errors 2  fails 2  passes 2" in err
+    err = capsys.readouterr().err  # not a terminal: plain lines
+    assert err.splitlines()[-1].startswith("replay: 6/6 (100%)  pass 2  fail 2  error 2  elapsed ")
     assert result.summary["errors"] == 2
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal: the rich bar, with its ETA
+    run(scenarios, target, tmp_path / "bar", progress=True)
+    err = capsys.readouterr().err
+    assert "pass 2  fail 2  error 2" in err and "eta" in err and "replay: " not in err
 
 
 def test_a_raising_target_leaves_its_traceback_in_the_artifact(tmp_path: Path) -> None:

@@ -105,3 +105,24 @@ def test_html_explains_inconclusive_and_keeps_long_labels_clear_of_the_plots(f) 
     shown = re.search(r'font-size="12">(request_type=x+[^<]*)</text>', html)
     assert left is not None and shown is not None and shown.group(1).startswith(long_tag[:40])
     assert int(left.group(1)) > len(shown.group(1)) * 12 * 0.55  # the plot starts after the label
+
+
+def test_every_report_lists_worse_not_confirmed_and_flaky(f, tmp_path) -> None:
+    base = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 3, 0], run_id="b")
+    base_2 = f.run([5, 5, 5, 5, 5, 5, 5, 5, 1, 4, 3, 0], run_id="b2")
+    head = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 2, 0], run_id="h")
+    report = gate_runs(Policy(tolerance={"overall": 0.1}), base, head, base_2)
+    assert report.outcome == "pass" and report.worse_unconfirmed == ["s11"] and report.flaky == ["s09"]
+    md = render_markdown(report)
+    worse = md.index("### Worse, not confirmed at k=5")
+    assert "`s11`: inconclusive 3/5 → fail 2/5" in md[worse:]
+    flaky = md.index("### Flaky (the two baseline runs disagree)")
+    assert "1 of 12 scenarios are flaky, carrying 100% of the disagreement" in md[flaky:]
+    assert "quarantine ID --owner NAME --until YYYY-MM-DD" in md[flaky:]
+    assert "`s09`: the two baseline runs disagree: inconclusive vs fail (5/5 vs 1/5)" in md
+    assert "threshold 0.8 needs at least 16 repeats to be confirmed at 95%" in md  # can't tell per scenario
+    again = load_report(write_reports(report, tmp_path, ["json"])["json"])
+    assert (again.worse_unconfirmed, again.flaky, again.flaky_noise_share) == (["s11"], ["s09"], 1.0)
+    # without a second baseline the flaky list says it is unknown, and an empty list says none
+    quiet = render_markdown(gate_runs(Policy(), base, base))
+    assert "- unknown: no second baseline run" in quiet and "- none" in quiet

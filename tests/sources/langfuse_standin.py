@@ -92,6 +92,7 @@ class LangfuseStandIn:
 
             def _gate(self) -> bool:
                 standin.requests.append((self.command, self.path))
+                self.body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 header = self.headers.get("Authorization", "")
                 expected = "Basic " + base64.b64encode(f"{PUBLIC_KEY}:{SECRET_KEY}".encode()).decode()
                 if header != expected:
@@ -119,7 +120,7 @@ class LangfuseStandIn:
             def do_POST(self) -> None:  # noqa: N802
                 if not self._gate():
                     return
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                body = self.body
                 if self.path == "/api/public/otel/v1/traces":
                     standin.ingest(body)
                     self._send(200, b"{}")

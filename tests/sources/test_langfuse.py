@@ -196,3 +196,39 @@ def test_push_to_langfuse_reports_a_rejected_batch(env: LangfuseStandIn, replay_
         with pytest.raises(SourceError, match="429"):
             push_run(load_run(replay_run), source)
     env.fail_with_429 = 0
+
+
+def test_record_feedback_writes_a_langfuse_score_without_a_store(env: LangfuseStandIn) -> None:
+    from replaygate.instrumentation import record_feedback
+
+    trace_id = "ab" * 16
+    record_feedback(trace_id, False, "wrong refund amount", store="off")
+    mine = [s for s in env.scores.values() if s.subject and s.subject.id == trace_id]
+    assert [(s.name, s.value, s.comment) for s in mine] == [("user-feedback", -1.0, "wrong refund amount")]
+    with pytest.raises(Exception, match=r"\[-1, 1\]"):
+        record_feedback(trace_id, 3, store="off")
+    record_feedback(trace_id, 0.5, store="off", langfuse=False)
+    assert len([s for s in env.scores.values() if s.subject and s.subject.id == trace_id]) == 1
+
+
+def test_what_langfuse_receives_as_a_guest(env: LangfuseStandIn) -> None:
+    """Version and environment on the resource, failure reasons as trace tags, documents as output."""
+    observations = [
+        o
+        for o in env.observations.values()
+        if o.metadata and o.metadata["resourceAttributes"].get("service.name") == "support-agent"
+    ]  # not the replay traces a push exported
+    assert observations
+    resources = [o.metadata["resourceAttributes"] for o in observations if o.metadata]
+    assert all(r.get("service.version") == "1.4.0" for r in resources)
+    assert all(r.get("deployment.environment.name") == "staging" for r in resources)
+    assert all(o.version == "1.4.0" for o in observations)
+    agents = [o for o in observations if o.is_root_observation and o.metadata]
+    tagged = [o for o in agents if o.metadata["attributes"].get("replaygate.failure.reasons")]
+    assert tagged and all(
+        o.metadata["attributes"]["langfuse.trace.tags"]
+        == o.metadata["attributes"]["replaygate.failure.reasons"]
+        for o in tagged
+    )
+    retrievals = [o for o in observations if o.type == "RETRIEVER"]
+    assert retrievals and all(json.loads(o.output or "[]")[0]["id"] for o in retrievals if o.output != "[]")

@@ -17,7 +17,7 @@ from examples.support_agent.traffic import simulate
 
 def main() -> None:
     n, seed, store = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    configure(service_name="support-agent", store=store)
+    configure(service_name="support-agent", service_version="1.4.0", environment="staging", store=store)
     counts = simulate(n, seed=seed, store=store)
     shutdown(10)
     print(json.dumps(counts))

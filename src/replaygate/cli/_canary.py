@@ -6,6 +6,7 @@ data error.
 
 from __future__ import annotations
 
+import datetime as dt
 import getpass
 import json
 import os
@@ -182,16 +183,23 @@ def decisions_cmd(store: str | None, as_json: bool) -> None:
 @click.option("--reason", default="", help="Why (audited).")
 @click.option("--plan", default=None, help="Candidate shares in percent, e.g. 1,5,25,50,100 (the default).")
 @click.option("--no-auto-rollback", is_flag=True, help="Report breaches without rolling back.")
+@click.option(
+    "--salt", default=None, help="Routing salt (default: random); fixed, a demo or test routes the same way."
+)
 @_store_option
 @_policy_option
 def start_cmd(
-    decision_id: str, by: str, reason: str, plan: str | None, no_auto_rollback: bool, store: str | None,
-    policy: str | None,
+    decision_id: str, by: str, reason: str, plan: str | None, no_auto_rollback: bool, salt: str | None,
+    store: str | None, policy: str | None,
 ) -> None:  # fmt: skip
     """Start a canary of the candidate of a signed decision (DECISION_ID from `canary decisions`)."""
     steps = _plan(plan)
     ctl = _controller(store, policy)
-    _report(ctl.start(decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback))
+    _report(
+        ctl.start(
+            decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback, salt=salt
+        )
+    )
 
 
 @canary.command("status")
@@ -205,6 +213,26 @@ def status_cmd(store: str | None, policy: str | None, as_json: bool) -> None:
         click.echo(json.dumps(_status_json(status), indent=2, default=str))
     else:
         _print_status(status)
+
+
+@canary.command("audit")
+@_store_option
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Newest N entries.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def audit_cmd(store: str | None, limit: int, as_json: bool) -> None:
+    """Print the canary's audit log, newest first: who did what, when, why, and what came of it."""
+    entries = _controller(store, None).audit(limit)
+    if as_json:
+        click.echo(json.dumps([asdict(e) for e in entries], indent=2, default=str))
+        return
+    if not entries:
+        click.echo("no audited canary action yet")
+    for e in entries:
+        when = dt.datetime.fromtimestamp(e.at_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        reason = f": {e.reason}" if e.reason else ""
+        click.echo(
+            f"{when}  {e.actor:<24} {e.action:<9} {e.outcome:<8} {e.from_state} -> {e.to_state}{reason}"
+        )
 
 
 @canary.command("widen")

@@ -136,6 +136,15 @@ def gate_cmd(
         click.echo(f"  [{f.rule}] {f.message}\n      fix: {f.fix}")
     if not report.can_tell and report.notes:
         click.echo(f"  {report.notes[0]}")
+    if report.worse_unconfirmed:
+        k = report.comparison.k
+        click.echo(
+            f"  worse, not confirmed at k={k} (no signature needed): {', '.join(report.worse_unconfirmed)}"
+        )
+    if report.flaky:
+        click.echo(
+            f"  flaky (the baseline runs disagree; quarantine or raise repeats): {', '.join(report.flaky)}"
+        )
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
     sys.exit(EXIT[report.outcome])  # (click returns, not raises, Exit codes under main())

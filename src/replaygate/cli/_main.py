@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "canary": ("_canary", "Canary releases: start, watch, widen, promote, roll back."),
     "serve": ("_canary", "Serve the release page."),
     "hash-password": ("_canary", "Print a password hash for the users file of `replaygate serve`."),
+    "doctor": (
+        "_doctor",
+        "Print the resolved settings (store, exporters, canary source, golden set); check each.",
+    ),
     "push": ("_push", "Push replay results or a gate outcome to Langfuse or Phoenix (idempotent)."),
 }
 

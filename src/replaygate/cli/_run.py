@@ -37,9 +37,10 @@ import yaml
 from replaygate.replay._candidate import load_config
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._fingerprint import judge_identity
-from replaygate.replay._journal import journal_path, read_journal_fingerprint
+from replaygate.replay._journal import journal_path, read_journal_fingerprint, restore_journal
 from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
 from replaygate.replay._merge import merge_runs
+from replaygate.replay._progress import ProgressLines
 from replaygate.replay._run_summary import error_lines, summary_headline, summary_lines
 from replaygate.replay._runfile import RunFile, load_run, save_run
 from replaygate.replay._runner import run_suite
@@ -159,7 +160,13 @@ def _default_out() -> Path:
 
 @click.command("run")
 @click.option("--target", "target", required=True, help="module:function or an http(s):// URL.")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="YAML/JSON.")
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="The candidate's configuration, YAML/JSON (README: configuration file) [default: none].",
+)
 @click.option(
     "--golden", "golden", default=None, help="Golden-set directory [env REPLAYGATE_GOLDEN; golden/]."
 )
@@ -195,7 +202,22 @@ def _default_out() -> Path:
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Run file to write.")
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--force", is_flag=True, help="Replace an existing --out run file and journal (kept as *.bak).")
-@click.option("--quiet", is_flag=True, help="No progress bar; print only the summary line.")
+@click.option("--quiet", is_flag=True, help="No progress bar or lines; print only the summary line.")
+@click.option(
+    "--progress",
+    "progress_kind",
+    type=click.Choice(["auto", "lines", "none"]),
+    default="auto",
+    show_default=True,
+    help="auto: a bar when stderr is a terminal, else plain lines; lines: always plain lines.",
+)
+@click.option(
+    "--progress-every",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds between progress lines when stderr is not a terminal (also one at each 10%).",
+)
 @click.option("--shard", default=None, help="i/n: run only shard i of n (merge the shards with `merge`).")
 @click.option(
     "--no-artifacts",
@@ -204,7 +226,7 @@ def _default_out() -> Path:
 )
 def run_cmd(
     target: str,
-    config_path: str,
+    config_path: str | None,
     golden: str | None,
     tier: str | None,
     tags: tuple[str, ...],
@@ -221,6 +243,8 @@ def run_cmd(
     resume: bool,
     force: bool,
     quiet: bool,
+    progress_kind: str,
+    progress_every: float,
     shard: str | None,
     no_artifacts: bool,
 ) -> None:
@@ -253,10 +277,12 @@ def run_cmd(
         )
     if holdout_note and not quiet:
         click.echo(f"note: {holdout_note}", err=True)
-    config = load_config(config_path)
+    config = load_config(config_path) if config_path is not None else None
     policy = _load_policy(policy_path)
     out_path = Path(out) if out is not None else _default_out()
     jpath = journal_path(out_path)
+    if resume and not jpath.exists() and out_path.exists():  # a completed run removed its journal
+        restore_journal(out_path)
     judges = _judges(judge_kind, judge_model, judge_base_url, judge_timeout, jpath if resume else None)
     if not resume:  # nothing replaced silently: an old run file or journal needs --force (kept as .bak)
         hint = f", or --resume to continue the run journaled at {jpath}" if jpath.exists() else ""
@@ -284,7 +310,7 @@ def run_cmd(
             out_path=out_path,
             resume=resume,
             shard=shard,
-            progress=not quiet and sys.stderr.isatty(),
+            progress=_progress(progress_kind, progress_every, quiet),
             tier=tier,
             artifacts=not no_artifacts,
         )
@@ -296,6 +322,15 @@ def run_cmd(
         )
         raise click.Abort() from None
     _report(run, out_path, quiet=quiet)
+
+
+def _progress(kind: str, every_s: float, quiet: bool) -> bool | ProgressLines:
+    """What ``run_suite`` shows: ``--quiet`` or ``none`` nothing; a bar in a terminal; else plain lines."""
+    if quiet or kind == "none":
+        return False
+    if kind == "auto" and sys.stderr.isatty():
+        return True
+    return ProgressLines(every_s)
 
 
 def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:

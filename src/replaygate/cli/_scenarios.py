@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 import click
-from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario
+from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario, scenario_json_schema
 from replaygate.replay._selection import HOLDOUT_TIERS
 
 from replaygate.cli._run import _parse_tags
@@ -34,6 +34,8 @@ from replaygate.golden import (
     retire,
 )
 from replaygate.golden._errors import GoldenError
+from replaygate.golden._lifecycle import default_author
+from replaygate.golden._scaffold import create_scenario_file, scaffold_scenario
 
 __all__ = ["register"]
 
@@ -88,6 +90,43 @@ def lint_cmd(golden: str | None, update_lock: bool, as_json: bool) -> None:
         click.echo(f"{n} scenario file(s): {len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
     if errors:
         sys.exit(FAILING)
+
+
+@scenarios_group.command("schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of a scenario file (for editors: `# yaml-language-server: $schema=FILE`)."""
+    click.echo(json.dumps(scenario_json_schema(), indent=2))
+
+
+@scenarios_group.command("new")
+@click.argument("scenario_id")
+@click.option("--owner", default=None, help="Owner [default: --author, $REPLAYGATE_AUTHOR or the login].")
+@click.option("--origin", type=click.Choice(ORIGINS), default="original-eval", show_default=True)
+@click.option("--title", default=None, help="Title [default: from the id].")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the scaffold instead of writing it.")
+@_golden_option
+@_author_option
+def new_cmd(
+    scenario_id: str,
+    owner: str | None,
+    origin: str,
+    title: str | None,
+    to_stdout: bool,
+    golden: str | None,
+    author: str | None,
+) -> None:
+    """Scaffold GOLDEN/SCENARIO_ID.yaml with every field present or commented (never overwrites)."""
+    text = scaffold_scenario(
+        scenario_id, owner=owner or author or default_author(), origin=origin, title=title
+    )
+    if to_stdout:
+        click.echo(text, nl=False)
+        return
+    gs = GoldenSet(golden)
+    path = create_scenario_file(gs, scenario_id, text)
+    click.echo(
+        f"created {path}: edit its turns and checks, then `replaygate scenarios lint --golden {gs.path}`"
+    )
 
 
 @scenarios_group.command("lock")
@@ -278,11 +317,18 @@ def promote_cmd(
             source_name=None if is_store_source(source) else (source or "").split(":", 1)[0].lower(),
         )
     if as_json:
-        doc = {"id": result.scenario.id, "path": str(result.path), "created": result.created}
+        doc = {
+            "id": result.scenario.id,
+            "path": str(result.path),
+            "created": result.created,
+            "notes": list(result.notes),
+        }
         click.echo(json.dumps(doc))
         return
     verb = "created" if result.created else "already promoted as"
     click.echo(f"{verb} {result.scenario.id} ({result.path})")
+    for note in result.notes:
+        click.echo(f"not drafted: {note}")
     if result.created:
         click.echo("review the suggested retrieval labels and expected tools, then confirm them")
 

@@ -31,6 +31,7 @@ from replaygate.gate._calibration import SimulatedSuite, heterogeneous_suite, si
 from replaygate.gate._compare import check_comparable, compare_runs
 from replaygate.gate._comparison_model import (
     COMPARISON_FORMAT_VERSION,
+    Change,
     Comparison,
     ErrorSummary,
     GradedComparison,
@@ -64,6 +65,7 @@ __all__ = [
     "DECISION_OUTCOMES",
     "REPORT_FORMAT_VERSION",
     "RULE_TITLES",
+    "Change",
     "Comparison",
     "ComparisonError",
     "DecisionError",

@@ -1,11 +1,16 @@
-"""Guardrail measures of two runs: cost, latency p50/p95, escalation, empty-answer and error rates."""
+"""Guardrail measures of two runs: cost, latency p50/p95, escalation, empty-answer and error rates.
+
+Each measure is the one definition in ``replaygate.replay`` (``guardrail_measures``), the same the run
+summary and the canary report; this module adds the comparison (change, p-value). A cost that is unknown
+for any attempt (no LLM call was captured, or a price is unknown) makes the cost guardrail one that could
+not be checked, said in its note, never a comparison of 0 with 0.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-from replaygate.replay._runfile import Attempt
+from replaygate.replay import Attempt, guardrail_measures, scored_attempts
 
 from replaygate.gate._comparison_model import GuardrailComparison
 from replaygate.stats import mann_whitney, two_proportion_diff
@@ -51,24 +56,17 @@ def _rate(name: str, base: Sequence[bool], head: Sequence[bool], confidence: flo
     return _make(name, "rate", diff.base_rate, diff.head_rate, diff.p_value if nb and nh else None, nb, nh)
 
 
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else None
-
-
 def _cost(base: Sequence[Attempt], head: Sequence[Attempt]) -> GuardrailComparison:
-    b_known = [a.measures.cost_usd for a in base if a.measures.cost_usd is not None]
-    h_known = [a.measures.cost_usd for a in head if a.measures.cost_usd is not None]
-    b_unknown, h_unknown = len(base) - len(b_known), len(head) - len(h_known)
-    b_mean = float(np.mean(b_known)) if b_known and not b_unknown else None
-    h_mean = float(np.mean(h_known)) if h_known and not h_unknown else None
-    note = ""
-    if b_unknown or h_unknown:
-        note = (
-            f"price unknown for {b_unknown} baseline and {h_unknown} candidate attempts: "
-            "cost per attempt is unknown, not 0"
-        )
-    p = mann_whitney(b_known, h_known).p_value if b_mean is not None and h_mean is not None else None
-    return _make("cost", "USD per attempt", b_mean, h_mean, p, len(b_known), len(h_known), note)
+    b, h = guardrail_measures(base), guardrail_measures(head)
+    b_known = [a.measures.cost_usd for a in scored_attempts(base) if a.measures.cost_usd is not None]
+    h_known = [a.measures.cost_usd for a in scored_attempts(head) if a.measures.cost_usd is not None]
+    notes = [f"{side}: {m.cost_note}" for side, m in (("baseline", b), ("candidate", h)) if m.cost_note]
+    note = "; ".join(notes) + ("; the cost guardrail could not be checked" if notes else "")
+    known = b.cost_usd_mean is not None and h.cost_usd_mean is not None
+    p = mann_whitney(b_known, h_known).p_value if known else None
+    return _make(
+        "cost", "USD per attempt", b.cost_usd_mean, h.cost_usd_mean, p, len(b_known), len(h_known), note
+    )
 
 
 def compare_guardrails(
@@ -79,19 +77,15 @@ def compare_guardrails(
     Cost, latency, escalation and empty answers use the scored attempts (errors are measured by the error
     rate, over every attempt). An unknown price makes the cost unknown (never 0).
     """
-    b_ok = [a for a in base if a.status != "error"]
-    h_ok = [a for a in head if a.status != "error"]
+    b_ok, h_ok = scored_attempts(base), scored_attempts(head)
+    b_m, h_m = guardrail_measures(base), guardrail_measures(head)
     b_lat = [a.measures.latency_s for a in b_ok]
     h_lat = [a.measures.latency_s for a in h_ok]
     lat_p = mann_whitney(b_lat, h_lat).p_value if b_lat and h_lat else None
     return [
-        _cost(b_ok, h_ok),
-        _make(
-            "latency_p50", "s", _percentile(b_lat, 50), _percentile(h_lat, 50), lat_p, len(b_lat), len(h_lat)
-        ),
-        _make(
-            "latency_p95", "s", _percentile(b_lat, 95), _percentile(h_lat, 95), lat_p, len(b_lat), len(h_lat)
-        ),
+        _cost(base, head),
+        _make("latency_p50", "s", b_m.latency_p50_s, h_m.latency_p50_s, lat_p, len(b_lat), len(h_lat)),
+        _make("latency_p95", "s", b_m.latency_p95_s, h_m.latency_p95_s, lat_p, len(b_lat), len(h_lat)),
         _rate(
             "escalation_rate",
             [a.measures.escalated for a in b_ok],

@@ -111,6 +111,7 @@ def update_scenario(
         )
     entry = ChangelogEntry(date=today or today_utc(), author=author or default_author(), reason=reason)
     data = scenario.model_dump(mode="python", by_alias=True)
+    data["checks"] = list(scenario.checks)  # the instances: each keeps the form its file wrote it in
     data.update(changes)
     data["changelog"] = [*scenario.changelog, entry]
     try:

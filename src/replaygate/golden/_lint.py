@@ -130,11 +130,16 @@ def lint(golden: GoldenSet, today: dt.date | None = None) -> list[LintProblem]:
         problems.append(LintProblem(f"{golden.lock_path}:1", "error", str(exc)))
         lock = {}
     files = golden.files()
+    locked = lock is not None
     if lock is None:
         if files:
             problems.append(
                 LintProblem(
-                    f"{golden.lock_path}:0", "error", "no golden.lock; run `replaygate scenarios lock`"
+                    f"{golden.lock_path}:0",
+                    "warning",
+                    "no golden.lock yet: the scenarios were checked, their integrity is not; once they "
+                    f"lint clean, run `replaygate scenarios lock --golden {golden.path}` to create it "
+                    "(and commit it with them)",
                 )
             )
         lock = {}
@@ -165,7 +170,7 @@ def lint(golden: GoldenSet, today: dt.date | None = None) -> list[LintProblem]:
                 )
             traces[s.source_trace] = s.id
         problems.extend(_scenario_problems(path, s, day))
-        found = _lock_problem(path, s, lock.get(s.id), golden.lock_path)
+        found = _lock_problem(path, s, lock.get(s.id), golden.lock_path) if locked else None
         if found is not None:
             problems.append(found)
     for scenario_id in sorted(set(lock) - set(seen)):

@@ -7,6 +7,14 @@ the agent spans), the retrieved document ids (a chunk id ``<doc id>#<n>`` counts
 ``expected_tools`` check (``suggested: true``), optionally a forbidden-output check drafted from the
 failing answer, and the trace id as ``source_trace``. Both suggestions run as written but ``lint`` warns
 until a person confirms them. Promoting the same trace again returns the existing scenario.
+
+Drafted checks are checked against the trace's own answer and label before anything is written: a draft
+that the good behaviour could never satisfy is not written. A forbidden-output check must match the
+failing answer and must not forbid what ``--expected-behavior`` describes; forbidding an escalated trace's
+answer while expecting an escalation is refused (every escalating attempt would say it); and on an
+escalated trace whose answer is forbidden, the tools that led to the escalation are not suggested (an
+attempt repeating them would say the forbidden answer again). What was left out, and why, is in
+:attr:`Promotion.notes` and in the scenario's first changelog entry.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ __all__ = [
     "CONTEXT_ATTRIBUTE_PREFIX",
     "Promotion",
     "TraceSource",
+    "draft_checks",
     "draft_forbidden_pattern",
     "draft_scenario",
     "find_promoted",
@@ -68,6 +77,7 @@ class Promotion:
     scenario: Scenario
     path: Path
     created: bool
+    notes: tuple[str, ...] = ()  #: drafted checks left out, and why
 
 
 def session_turns(source: TraceSource, record: TraceRecord) -> list[str]:
@@ -156,14 +166,9 @@ def draft_scenario(
     turns = session_turns(source, record)
     if not turns:
         raise GoldenError(f"trace {summary.trace_id} has no user input to replay; it cannot be promoted")
-    checks: list[Any] = []
-    tools = list(dict.fromkeys(call.name for call in summary.tool_calls))
-    if tools:
-        checks.append(ExpectedToolsCheck(tools=tools, suggested=True))
-    if origin == "missed-escalation":
-        checks.append(ExpectedLabelCheck(label="escalate"))
-    if forbid_answer:
-        checks.append(ForbiddenOutputRegexCheck(pattern=draft_forbidden_pattern(summary.output or "")))
+    checks, notes = draft_checks(
+        record, origin=origin, forbid_answer=forbid_answer, expected_behavior=expected_behavior
+    )
     ranked = sorted(summary.chunks, key=lambda c: c.rank)
     relevant = list(dict.fromkeys(chunk.id.split("#", 1)[0] for chunk in ranked if chunk.id))
     retrieval = (
@@ -191,7 +196,8 @@ def draft_scenario(
             ChangelogEntry(
                 date=day,
                 author=author or default_author(),
-                reason=f"Promoted from {where}trace {summary.trace_id} ({reasons})",
+                reason=f"Promoted from {where}trace {summary.trace_id} ({reasons})"
+                + "".join(f"; {note}" for note in notes),
             )
         ],
     }
@@ -202,6 +208,51 @@ def draft_scenario(
             f"cannot draft a scenario from trace {summary.trace_id}: {describe_invalid(exc)}; "
             "fix the option given (an --id is lowercase letters, digits, '.', '_' and '-')"
         ) from None
+
+
+def draft_checks(
+    record: TraceRecord, *, origin: str, forbid_answer: bool, expected_behavior: str | None = None
+) -> tuple[list[Any], list[str]]:
+    """The checks drafted from a trace, checked against its own answer and label, and what was left out.
+
+    Raises:
+        GoldenError: the draft asked for could never pass (the message says why and what to do instead).
+    """
+    summary = record.summary
+    tools = list(dict.fromkeys(call.name for call in summary.tool_calls))
+    expected = ExpectedToolsCheck(tools=tools, suggested=True) if tools else None
+    label = ExpectedLabelCheck(label="escalate") if origin == "missed-escalation" else None
+    forbidden = None
+    notes: list[str] = []
+    if forbid_answer:
+        answer = summary.output or ""
+        forbidden = ForbiddenOutputRegexCheck(pattern=draft_forbidden_pattern(answer))
+        quoted = answer if len(answer) <= 60 else answer[:57] + "..."
+        if not forbidden.regex.search(answer):
+            raise GoldenError(
+                f"the forbidden-output pattern drafted from trace {summary.trace_id} does not match its own "
+                "answer, so it would not catch this failure; drop --forbid-answer and write the check by hand"
+            )
+        if expected_behavior and forbidden.regex.search(expected_behavior):
+            raise GoldenError(
+                f"--forbid-answer would forbid {quoted!r}, which --expected-behavior describes as the right "
+                "answer: no attempt could pass; drop --forbid-answer or reword --expected-behavior"
+            )
+        if summary.escalated and label is not None:
+            raise GoldenError(
+                f"trace {summary.trace_id} escalated with the answer {quoted!r}: --forbid-answer forbids "
+                "that message while origin missed-escalation expects an escalation, so every escalating "
+                "attempt would fail; drop --forbid-answer (expected_label escalate is the check) or pick "
+                "another --origin"
+            )
+        if summary.escalated and expected is not None:
+            notes.append(
+                f"expected_tools {tools} not suggested: those calls escalated and gave the answer "
+                "--forbid-answer forbids, so an attempt repeating them would fail"
+            )
+            expected = None
+    checks = [c for c in (expected, label, forbidden) if c is not None]
+    return checks, notes
 
 
 def find_promoted(golden: GoldenSet, trace_id: str) -> tuple[Scenario, Path] | None:
@@ -302,4 +353,7 @@ def promote_trace(
     if gs.file_for(scenario.id).exists():
         raise GoldenError(f"a scenario {scenario.id!r} already exists in {gs.path}; pass another --id")
     path = gs.write([scenario])[0]
-    return Promotion(scenario, path, created=True)
+    _, notes = draft_checks(
+        record, origin=origin, forbid_answer=forbid_answer, expected_behavior=expected_behavior
+    )
+    return Promotion(scenario, path, created=True, notes=tuple(notes))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from replaygate.gate import RULE_TITLES, Comparison, GateReport
+from collections import Counter
+from typing import get_args
+
+from replaygate.gate import RULE_TITLES, Change, Comparison, GateReport
 
 __all__ = ["render_comparison_markdown", "render_markdown"]
 
@@ -50,17 +53,11 @@ def render_comparison_markdown(c: Comparison, *, title: str = "Comparison") -> s
         f"candidate {c.errors.head_errors}/{c.errors.head_attempts}",
         "",
     ]
-    changes = (
-        "newly_failing",
-        "worse_unconfirmed",
-        "newly_passing",
-        "still_failing",
-        "still_passing",
-        "inconclusive",
-        "unknown",
+    counts = Counter(s.change for s in c.scenarios)
+    lines.append(
+        "Scenarios: "
+        + ", ".join(f"{counts[ch]} {ch.replace('_', ' ')}" for ch in get_args(Change) if counts[ch])
     )
-    counts = {ch: len(c.by_change(ch)) for ch in changes}  # type: ignore[arg-type]
-    lines.append("Scenarios: " + ", ".join(f"{n} {ch.replace('_', ' ')}" for ch, n in counts.items() if n))
     lines.append("")
     if c.problems:
         lines += ["**Data problems (block):**", *[f"- {_cell(p)}" for p in c.problems], ""]

@@ -258,7 +258,7 @@ class LangfuseSource:
                     f"to {what}; try again later or lower the page count"
                 ) from None
             raise SourceError(
-                f"{self.describe()} answered HTTP {status} while trying to {what}: {exc.body!r}"
+                f"{self.describe()} answered HTTP {status} while trying to {what}: {str(exc.body)[:200]!r}"
             ) from None
         except httpx.TimeoutException:
             raise SourceError(f"{self.describe()} did not answer in time while trying to {what}") from None

@@ -7,12 +7,14 @@ import base64
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
+from replaygate.instrumentation._destinations import absolute_store, announce, describe_destinations
 from replaygate.instrumentation._errors import InstrumentationError
 from replaygate.instrumentation._export import ExportSink, Pipeline, Slot
 from replaygate.instrumentation._health import HEALTH, fault
@@ -38,8 +40,7 @@ def _provider(given: Any, settings: Settings) -> TracerProvider:
     if hasattr(current, "add_span_processor"):
         return current  # type: ignore[return-value]
     if isinstance(current, trace.ProxyTracerProvider):
-        attrs = {SERVICE_NAME: settings.service_name} if settings.service_name else {}
-        created = TracerProvider(resource=Resource.create(attrs))
+        created = TracerProvider(resource=Resource.create(settings.resource_attributes))
         trace.set_tracer_provider(created)
         STATE.owns_global = True
         return created
@@ -50,13 +51,20 @@ def _provider(given: Any, settings: Settings) -> TracerProvider:
 
 
 def _resource_override(provider: TracerProvider, settings: Settings) -> Resource | None:
+    """The provider's resource with what ``configure`` was given and it lacks (its own values win)."""
     resource = getattr(provider, "resource", None)
-    if not settings.service_name or not isinstance(resource, Resource):
+    if not isinstance(resource, Resource):
         return None
+    wanted = settings.resource_attributes
     current = str(resource.attributes.get(SERVICE_NAME, ""))
-    if current == settings.service_name or (current and not current.startswith("unknown_service")):
-        return None
-    return resource.merge(Resource({SERVICE_NAME: settings.service_name}))
+    if current and not current.startswith("unknown_service"):
+        wanted.pop(SERVICE_NAME, None)
+    missing = {
+        k: v
+        for k, v in wanted.items()
+        if resource.attributes.get(k) != v and (k == SERVICE_NAME or k not in resource.attributes)
+    }
+    return resource.merge(Resource(missing)) if missing else None
 
 
 def _otlp_exporter(settings: Settings) -> SpanExporter:
@@ -147,6 +155,9 @@ def _sinks(
 def configure(
     *,
     service_name: str | None = None,
+    service_version: str | None = None,
+    environment: str | None = None,
+    project: str | None = None,
     store: str | os.PathLike[str] | bool | None = UNSET,
     otlp_endpoint: str | bool | None = None,
     otlp_protocol: str | None = None,
@@ -176,6 +187,10 @@ def configure(
 
     Args:
         service_name: ``service.name`` of a provider replaygate creates (env ``OTEL_SERVICE_NAME``).
+        service_version: ``service.version``, which Langfuse shows as the release version
+            (env ``REPLAYGATE_SERVICE_VERSION``).
+        environment: ``deployment.environment.name`` (env ``REPLAYGATE_ENVIRONMENT``).
+        project: Phoenix's project (``openinference.project.name``; env ``PHOENIX_PROJECT_NAME``).
         store: path or ``sqlite:///`` URL of the embedded store; None or False disables it
             (env ``REPLAYGATE_STORE``, default ``.replaygate/replaygate.db``).
         otlp_endpoint: OTLP collector URL (env ``OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT``); False disables.
@@ -207,6 +222,9 @@ def configure(
     settings = resolve_settings(
         env=os.environ,
         service_name=service_name,
+        service_version=service_version,
+        environment=environment,
+        project=project,
         store=store,
         otlp_endpoint=otlp_endpoint,
         otlp_protocol=otlp_protocol,
@@ -227,6 +245,8 @@ def configure(
         schedule_delay_s=schedule_delay_s,
         shutdown_timeout_s=shutdown_timeout_s,
     )
+    if settings.store is not None:  # resolved now: a later chdir does not move the store
+        settings = replace(settings, store=absolute_store(settings.store))
     redactor = Redactor(settings.redact, defaults=settings.redact_defaults)
     with STATE.lock:
         provider = _provider(tracer_provider, settings)
@@ -251,11 +271,20 @@ def configure(
         STATE.max_chars = settings.max_chars
         STATE.shutdown_timeout_s = settings.shutdown_timeout_s
         STATE.configured = True
+        STATE.destinations = describe_destinations(
+            [s.name for s in sinks],
+            store=settings.store,
+            otlp=settings.otlp_endpoint,
+            langfuse=settings.langfuse_endpoint if settings.langfuse_enabled else None,
+        )
+        STATE.store_path = settings.store if any(s.name == "store" for s in sinks) else None
+        destinations = dict(STATE.destinations)
         if not _atexit_registered:
             atexit.register(_shutdown_at_exit)
             _atexit_registered = True
     if old is not None:
         old.shutdown(min(settings.shutdown_timeout_s, 5.0))
+    announce(destinations)
 
 
 def shutdown(timeout: float = 5.0) -> bool:
@@ -285,11 +314,14 @@ def health() -> dict[str, Any]:
     Keys: ``exported_spans``, ``dropped_spans`` (queue full, or left at shutdown), ``failed_spans`` and
     ``export_errors`` (export calls that failed), ``instrumentation_faults`` (bugs or broken exporters
     caught before they reached the agent), ``redactions``, ``hashed_spans``, ``queued_spans`` (waiting
-    now), ``exporters`` (the same counters per exporter) and ``configured``.
+    now), ``exporters`` (the same counters per exporter), ``configured``, ``active_exporters``,
+    ``destinations`` (exporter name -> where it sends spans) and ``store_path`` (absolute, or None).
     """
     snapshot = HEALTH.snapshot()
     pipeline = STATE.pipeline
     snapshot["queued_spans"] = sum(s.pending() for s in pipeline.sinks) if pipeline else 0
     snapshot["configured"] = pipeline is not None
     snapshot["active_exporters"] = [s.name for s in pipeline.sinks] if pipeline else []
+    snapshot["destinations"] = dict(STATE.destinations) if pipeline else {}
+    snapshot["store_path"] = STATE.store_path if pipeline else None
     return snapshot

@@ -36,6 +36,7 @@ replaygate parses attribute names of other producers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -411,8 +412,12 @@ class NormalizedSpan:
     llm: LlmCall | None = None
     tool: ToolCall | None = None
     retrieval: Retrieval | None = None
-    requested_tools: tuple[ToolCall, ...] = ()
     error: str | None = None
+
+    @functools.cached_property
+    def requested_tools(self) -> tuple[ToolCall, ...]:
+        """The tool calls this LLM span's output asked for (read on first use; empty for other kinds)."""
+        return _requested_tools(self.record.attributes) if self.kind == "llm" else ()
 
 
 def _message_text(raw: Any, role: str | None) -> str | None:
@@ -694,9 +699,7 @@ def _facts(record: SpanRecord) -> NormalizedSpan:
     if kind == "agent":
         return NormalizedSpan(record, kind, agent=_agent(record), error=error)
     if kind == "llm":
-        return NormalizedSpan(
-            record, kind, llm=_llm(record), requested_tools=_requested_tools(record.attributes), error=error
-        )
+        return NormalizedSpan(record, kind, llm=_llm(record), error=error)
     if kind == "tool":
         return NormalizedSpan(record, kind, tool=_tool(record), error=error)
     if kind == "retrieval":

@@ -51,6 +51,7 @@ __all__ = [
     "RG_FAILURE_REASON",
     "RG_STREAM_CLOSED_EARLY",
     "RG_CANCELLED",
+    "LANGFUSE_TRACE_TAGS",
 ]
 
 # GenAI semantic conventions
@@ -108,3 +109,6 @@ RG_RETRIEVAL_FILTERED = "replaygate.retrieval.filtered"  # chunks the threshold 
 RG_FAILURE_REASON = "replaygate.failure.reason"  # the text given to mark_failure(reason)
 RG_STREAM_CLOSED_EARLY = "replaygate.stream.closed_early"  # bool: a streamed answer was closed before its end
 RG_CANCELLED = "replaygate.cancelled"  # bool: the agent call was cancelled (asyncio), not a failure
+
+# Langfuse's OpenTelemetry mapping reads these (tags and metadata of the trace)
+LANGFUSE_TRACE_TAGS = "langfuse.trace.tags"  # tuple of str

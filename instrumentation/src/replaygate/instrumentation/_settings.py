@@ -37,6 +37,9 @@ class Settings:
     """The resolved configuration of one ``configure`` call."""
 
     service_name: str | None = None
+    service_version: str | None = None
+    environment: str | None = None
+    project: str | None = None
     store: str | None = DEFAULT_STORE
     otlp_endpoint: str | None = None
     otlp_protocol: str = "http/protobuf"
@@ -56,6 +59,17 @@ class Settings:
     schedule_delay_s: float = 1.0
     shutdown_timeout_s: float = 5.0
     max_chars: int = 32768
+
+    @property
+    def resource_attributes(self) -> dict[str, str]:
+        """``service.*``, ``deployment.environment.name`` and Phoenix's project, as far as they are set."""
+        attrs = {
+            "service.name": self.service_name,
+            "service.version": self.service_version,
+            "deployment.environment.name": self.environment,
+            "openinference.project.name": self.project,
+        }
+        return {k: v for k, v in attrs.items() if v}
 
     @property
     def langfuse_endpoint(self) -> str:
@@ -166,6 +180,9 @@ def resolve_settings(
     *,
     env: Mapping[str, str],
     service_name: str | None = None,
+    service_version: str | None = None,
+    environment: str | None = None,
+    project: str | None = None,
     store: Any = UNSET,
     otlp_endpoint: Any = None,
     otlp_protocol: str | None = None,
@@ -232,6 +249,9 @@ def resolve_settings(
 
     return Settings(
         service_name=service_name or env.get("OTEL_SERVICE_NAME") or None,
+        service_version=service_version or env.get("REPLAYGATE_SERVICE_VERSION") or None,
+        environment=environment or env.get("REPLAYGATE_ENVIRONMENT") or None,
+        project=project or env.get("PHOENIX_PROJECT_NAME") or None,
         store=_store(store, env),
         otlp_endpoint=_otlp_endpoint(otlp_endpoint, protocol, env),
         otlp_protocol=protocol,

@@ -25,7 +25,8 @@ def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """GenAI attributes an agent span implies but the decorator leaves to the exporters to write.
 
     ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (from ``input.value`` / ``output.value``) and
-    ``gen_ai.conversation.id`` (from ``session.id``) are built off the agent's thread, by the export
+    ``gen_ai.conversation.id`` (from ``session.id``) and the failure reasons as ``langfuse.trace.tags`` are
+    built off the agent's thread, by the export
     workers and the in-process collector, so the decorated call stays cheap.
     """
     if attributes.get(sc.OPERATION_NAME) != "invoke_agent":
@@ -40,6 +41,9 @@ def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     value = attributes.get(sc.OI_SESSION_ID)
     if value is not None and sc.CONVERSATION_ID not in attributes:
         out[sc.CONVERSATION_ID] = value
+    reasons = attributes.get(sc.RG_FAILURE_REASONS)
+    if reasons and sc.LANGFUSE_TRACE_TAGS not in attributes:  # failure signals as Langfuse trace tags
+        out[sc.LANGFUSE_TRACE_TAGS] = tuple(str(r) for r in reasons)
     return out
 
 

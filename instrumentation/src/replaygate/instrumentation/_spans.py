@@ -130,7 +130,11 @@ def normalize_documents(documents: Iterable[Any], max_chars: int) -> list[dict[s
 
 def _document_attributes(documents: Iterable[Any], filtered: int | None) -> dict[str, Any]:
     docs = normalize_documents(documents, STATE.max_chars)
-    attrs: dict[str, Any] = {sc.RETRIEVAL_DOCUMENTS: to_json(docs)}
+    text = to_json(docs)
+    attrs: dict[str, Any] = {
+        sc.RETRIEVAL_DOCUMENTS: text,
+        sc.OI_OUTPUT_VALUE: text,
+    }  # output: Langfuse shows it
     for i, doc in enumerate(docs):
         attrs[sc.oi_document(i, sc.OI_DOCUMENT_ID)] = doc["id"]
         if "score" in doc:

@@ -29,6 +29,9 @@ class State:
         self.owns_global = False
         self.max_chars = 32768
         self.shutdown_timeout_s = 5.0
+        #: exporter name -> where it sends spans, and the store's absolute path (for ``health()``)
+        self.destinations: dict[str, str] = {}
+        self.store_path: str | None = None
         self._global_real = False
 
     def active_tracer(self) -> trace.Tracer | None:

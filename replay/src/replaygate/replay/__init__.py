@@ -16,13 +16,16 @@ URL (POST ``{turns, context, config, session_id}``, answer ``{answer, label?}``;
 429/5xx honouring ``Retry-After``; a W3C ``traceparent`` joins the remote agent's spans to the attempt).
 Each attempt's own spans are captured in-process and scored; an attempt is ``pass``, ``fail`` or
 ``error`` (target raised, timed out, bad output, judge failed: never a pass, never skipped). The run is
-journaled beside the run file (``<out>.journal``, fsynced in groups) and resumes with ``resume=True``
+journaled beside the run file (``<out>.journal``, fsynced in groups; removed once the run file is saved)
+and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
-combines them. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
+combines them. Progress is a bar in a terminal and plain lines otherwise (:class:`ProgressLines`).
+:func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
 whether the similarity threshold ever filtered anything); :func:`judges_from_fingerprint` rebuilds the
 judges a run was recorded with. The CLI is ``replaygate run | merge | fingerprint``.
 """
 
+from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._candidate import Candidate, declared_versions
 from replaygate.replay._errors import (
     JudgeError,
@@ -43,11 +46,20 @@ from replaygate.replay._judges import (
     register_judge,
 )
 from replaygate.replay._llm_judge import LlmJudge
+from replaygate.replay._measures import (
+    NO_LLM_CALL,
+    GuardrailMeasures,
+    call_cost,
+    compute_measures,
+    guardrail_measures,
+    percentile,
+    scored_attempts,
+)
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
+from replaygate.replay._progress import ProgressLines
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
 from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
-from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -88,6 +100,7 @@ from replaygate.replay._scenario import (
     load_scenarios,
     save_scenario,
     scenario_content_hash,
+    scenario_json_schema,
     suite_hash,
 )
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
@@ -97,7 +110,14 @@ from replaygate.replay._target import CallableTarget, Target, TargetOutput, load
 from replaygate.replay.version import __version__
 
 __all__ = [
+    "NO_LLM_CALL",
     "RUN_FORMAT_VERSION",
+    "GuardrailMeasures",
+    "call_cost",
+    "compute_measures",
+    "guardrail_measures",
+    "percentile",
+    "scored_attempts",
     "Attempt",
     "AttemptStatus",
     "CallableTarget",
@@ -127,6 +147,7 @@ __all__ = [
     "OfflineContextRelevanceJudge",
     "OfflineGroundednessJudge",
     "OutputRegexCheck",
+    "ProgressLines",
     "ReplayError",
     "RetrievalLabels",
     "RetrievalScores",
@@ -170,6 +191,7 @@ __all__ = [
     "save_run",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_json_schema",
     "score_attempt",
     "select_scenarios",
     "suite_hash",

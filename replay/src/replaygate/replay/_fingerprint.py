@@ -11,7 +11,14 @@ from typing import Any
 from replaygate.replay._runfile import Fingerprint, content_hash
 from replaygate.replay.version import __version__
 
-__all__ = ["build_fingerprint", "fingerprint_differences", "git_commit", "judge_identity", "utc_now"]
+__all__ = [
+    "NO_CONFIG",
+    "build_fingerprint",
+    "fingerprint_differences",
+    "git_commit",
+    "judge_identity",
+    "utc_now",
+]
 
 
 def utc_now() -> str:
@@ -55,6 +62,10 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     return commit or None
 
 
+#: ``agent_config_hash`` of a run whose target was given no configuration file.
+NO_CONFIG = "no config"
+
+
 def judge_identity(judges: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """Return the judges' model and prompt version (``name=value`` pairs when they differ)."""
 
@@ -73,7 +84,7 @@ def judge_identity(judges: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 def build_fingerprint(
     *,
-    config: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
     versions: Mapping[str, str],
     target: str,
     judges: Mapping[str, Any],
@@ -85,10 +96,10 @@ def build_fingerprint(
     code_commit: str | None,
     date: str | None = None,
 ) -> Fingerprint:
-    """Assemble the fingerprint recorded with a run."""
+    """Assemble the fingerprint recorded with a run (``config=None``: no configuration, :data:`NO_CONFIG`)."""
     judge_model, judge_prompt = judge_identity(judges)
     return Fingerprint(
-        agent_config_hash=content_hash(dict(config)),
+        agent_config_hash=NO_CONFIG if config is None else content_hash(dict(config)),
         declared_versions=dict(versions),
         target=target,
         code_commit=code_commit,

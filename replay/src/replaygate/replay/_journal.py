@@ -6,6 +6,10 @@ fifty concurrent attempts share one fsync instead of paying fifty in turn; the h
 thread's first job, so the run starts without waiting for the disk. A process killed mid-write
 leaves at most a torn last line, which :func:`read_journal` ignores and :class:`JournalWriter` cuts off
 before appending.
+
+A run that completed and saved its run file removes its journal (the run file holds everything it had);
+``--resume`` of such a run finds the run file and :func:`restore_journal` writes the journal back from it,
+so resuming a finished run is idempotent.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pydantic import ValidationError
 from replaygate.replay._batch_queue import STOP, next_batch
 from replaygate.replay._bounded import parse_json_bounded
 from replaygate.replay._errors import RunFileError
-from replaygate.replay._runfile import Attempt, Fingerprint, attempt_digest, attempts_digest
+from replaygate.replay._runfile import Attempt, Fingerprint, attempt_digest, attempts_digest, load_run
 
 __all__ = [
     "HEADER_LATER",
@@ -33,6 +37,7 @@ __all__ = [
     "journal_path",
     "read_journal",
     "read_journal_fingerprint",
+    "restore_journal",
 ]
 
 JOURNAL_SUFFIX = ".journal"
@@ -149,6 +154,39 @@ def read_journal_fingerprint(path: str | os.PathLike[str]) -> Fingerprint:
     if not isinstance(header, dict):
         raise RunFileError(f"{p}:1: the journal header is not a JSON object")
     return header_fingerprint(header, p)
+
+
+def restore_journal(out_path: str | os.PathLike[str]) -> Path:
+    """Write the journal of a completed run back from its run file; return the journal's path.
+
+    Raises:
+        RunFileError: the run file cannot be read, or the journal cannot be written.
+    """
+    run = load_run(out_path)
+    path = journal_path(out_path)
+    header = {
+        "run_id": run.run_id,
+        "fingerprint": run.fingerprint.model_dump(mode="json"),
+        "scenarios": [e.model_dump(mode="json") for e in run.scenarios],
+        "shard": run.shard,
+        "policy": run.policy,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(_line({"kind": "header", **header}))
+            for a in run.attempts:
+                line = (
+                    f'{{"kind":"attempt","sha256":"{attempt_digest(a)}","attempt":{a.model_dump_json()}}}\n'
+                )
+                fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunFileError(f"{path}: cannot write the journal ({exc.strerror or exc})") from None
+    return path
 
 
 class JournalWriter:

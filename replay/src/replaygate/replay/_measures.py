@@ -1,20 +1,49 @@
-"""Guardrail measures of one attempt: latency, tokens, cost, escalation, empty answer, steps.
+"""Guardrail measures: one definition of each, for one attempt and for a set of attempts.
 
-Cost comes from `genai-prices <https://github.com/pydantic/genai-prices>`_ (``calc_price``) for the model
-and provider of every LLM call the attempt made. An unknown price is ``None``, never 0: the cost is None
-when any call's model is unknown to genai-prices, has no model name, or lacks a token count. An attempt
-that made no LLM call at all costs 0.0 (that is what the trace says it spent).
+:func:`compute_measures` measures one attempt; :func:`guardrail_measures` a set of them, used alike by the
+run summary, the gate, the canary and the reports.
+
+Cost comes from the span when the instrumentor recorded one (``gen_ai.usage.cost``, OpenInference's
+``llm.cost.total``), else from `genai-prices <https://github.com/pydantic/genai-prices>`_ (``calc_price``)
+for the model and provider of every LLM call the attempt made. An unknown price is ``None``, never 0: the
+cost is None when any call's model is unknown to genai-prices, has no model name, or lacks a token count.
+An attempt in which no LLM call was captured has cost and tokens None ("no LLM call was captured": its
+spans may have gone to a provider replaygate cannot see), unless the scenario declares that the agent
+makes none (tag ``llm_calls: none``); then it costs 0.0.
+
+Over a set of attempts (:func:`guardrail_measures`): latency, escalation and empty answers are measured
+on the scored attempts (an errored attempt's latency is its timeout, and it has no answer); the error
+rate on every attempt; cost per attempt is the mean over the scored attempts, None when any of them is
+unknown; the total cost is over every attempt, None when any is unknown. Percentiles interpolate
+linearly between ranks (numpy's default).
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from replaygate.instrumentation._records import LlmCall, TraceSummary
-from replaygate.replay._runfile import Measures
+from replaygate.instrumentation import LlmCall, TraceSummary
+from replaygate.replay._runfile import Attempt, Measures
 
-__all__ = ["call_cost", "compute_measures", "is_empty_answer", "is_escalated", "total_cost"]
+__all__ = [
+    "NO_LLM_CALL",
+    "GuardrailMeasures",
+    "call_cost",
+    "compute_measures",
+    "cost_note",
+    "guardrail_measures",
+    "is_empty_answer",
+    "is_escalated",
+    "percentile",
+    "scored_attempts",
+    "total_cost",
+]
+
+#: What an unknown cost means when the attempt's trace had no LLM call in it.
+NO_LLM_CALL = "no LLM call was captured"
 
 
 def is_empty_answer(answer: str | None) -> bool:
@@ -37,7 +66,9 @@ def load_prices() -> None:
 
 
 def call_cost(call: LlmCall) -> float | None:
-    """The price in USD of one LLM call, or None when it cannot be known."""
+    """The price in USD of one LLM call (the span's own cost when it carried one), or None when unknown."""
+    if call.cost_usd is not None:
+        return call.cost_usd
     if not call.model or call.input_tokens is None or call.output_tokens is None:
         return None
     from genai_prices import Usage, calc_price  # see load_prices
@@ -72,14 +103,121 @@ def _tokens(reported: int | None, per_call: list[int | None]) -> int | None:
     return sum(t for t in per_call if t is not None)
 
 
-def compute_measures(summary: TraceSummary, *, answer: str | None, latency_s: float) -> Measures:
-    """Measure one attempt from its trace summary, its final answer and its wall-clock latency."""
+def compute_measures(
+    summary: TraceSummary, *, answer: str | None, latency_s: float, declares_no_llm: bool = False
+) -> Measures:
+    """Measure one attempt from its trace summary, its final answer and its wall-clock latency.
+
+    Args:
+        summary: the attempt's trace summary.
+        answer: its final answer.
+        latency_s: its wall-clock latency.
+        declares_no_llm: the scenario says the agent makes no LLM call: then none costs 0.0, not None.
+    """
+    calls = summary.llm_calls
+    if not calls and not declares_no_llm:
+        in_tokens, out_tokens = summary.input_tokens, summary.output_tokens
+        cost: float | None = None  # no LLM call was captured: unknown, not 0
+    else:
+        in_tokens = _tokens(summary.input_tokens, [c.input_tokens for c in calls])
+        out_tokens = _tokens(summary.output_tokens, [c.output_tokens for c in calls])
+        cost = total_cost(calls)
     return Measures(
         latency_s=latency_s,
-        input_tokens=_tokens(summary.input_tokens, [c.input_tokens for c in summary.llm_calls]),
-        output_tokens=_tokens(summary.output_tokens, [c.output_tokens for c in summary.llm_calls]),
-        cost_usd=total_cost(summary.llm_calls),
+        input_tokens=in_tokens,
+        output_tokens=out_tokens,
+        cost_usd=cost,
         escalated=is_escalated(summary),
         empty=is_empty_answer(answer),
-        steps=len(summary.llm_calls) + len(summary.tool_calls),
+        steps=len(calls) + len(summary.tool_calls),
+        llm_calls=len(calls),
+    )
+
+
+def scored_attempts(attempts: Sequence[Attempt]) -> list[Attempt]:
+    """The attempts that were scored (pass or fail): the base of latency, escalation, empty and cost."""
+    return [a for a in attempts if a.status != "error"]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100), interpolated linearly between ranks; None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = q / 100 * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _rate(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def cost_note(attempts: Sequence[Attempt]) -> str:
+    """Why the cost of these attempts is unknown (empty when it is known)."""
+    unknown = [a for a in attempts if a.measures.cost_usd is None]
+    if not unknown:
+        return ""
+    no_call = sum(1 for a in unknown if a.measures.llm_calls == 0)
+    parts = []
+    if no_call:
+        parts.append(f"{NO_LLM_CALL} in {no_call}")
+    if len(unknown) - no_call:
+        parts.append(f"the price is unknown for {len(unknown) - no_call}")
+    return f"cost unknown, not 0: {' and '.join(parts)} of {len(attempts)} attempts"
+
+
+@dataclass(frozen=True)
+class GuardrailMeasures:
+    """The guardrail measures of a set of attempts (see the module docstring for each definition)."""
+
+    attempts: int
+    scored: int
+    latency_mean_s: float | None
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd_total: float | None
+    cost_usd_known: float | None
+    cost_usd_mean: float | None
+    cost_unknown_attempts: int
+    cost_note: str
+    escalation_rate: float | None
+    empty_rate: float | None
+    error_rate: float | None
+
+
+def guardrail_measures(attempts: Sequence[Attempt]) -> GuardrailMeasures:
+    """The one definition of each guardrail measure over a set of attempts."""
+    scored = scored_attempts(attempts)
+    latencies = [a.measures.latency_s for a in scored]
+    costs = [a.measures.cost_usd for a in attempts]
+    known = [c for c in costs if c is not None]
+    scored_costs = [a.measures.cost_usd for a in scored]
+    scored_known = [c for c in scored_costs if c is not None]
+    in_tokens = [a.measures.input_tokens for a in attempts if a.measures.input_tokens is not None]
+    out_tokens = [a.measures.output_tokens for a in attempts if a.measures.output_tokens is not None]
+    n = len(attempts)
+    return GuardrailMeasures(
+        attempts=n,
+        scored=len(scored),
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else None,
+        latency_p50_s=percentile(latencies, 50),
+        latency_p95_s=percentile(latencies, 95),
+        input_tokens=sum(in_tokens) if in_tokens else None,
+        output_tokens=sum(out_tokens) if out_tokens else None,
+        cost_usd_total=sum(known) if n and len(known) == n else None,
+        cost_usd_known=sum(known) if known else None,
+        cost_usd_mean=(
+            sum(scored_known) / len(scored_known)
+            if scored_known and len(scored_known) == len(scored)
+            else None
+        ),
+        cost_unknown_attempts=n - len(known),
+        cost_note=cost_note(scored),
+        escalation_rate=_rate([a.measures.escalated for a in scored]),
+        empty_rate=_rate([a.measures.empty for a in scored]),
+        error_rate=_rate([a.status == "error" for a in attempts]),
     )

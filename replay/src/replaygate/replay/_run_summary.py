@@ -6,25 +6,14 @@ stored in ``RunFile.summary``; :func:`summary_lines` renders it for a terminal.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from replaygate.replay._measures import guardrail_measures
 from replaygate.replay._retrieval_metrics import retrieval_summary
 from replaygate.replay._runfile import Attempt, ScenarioEntry
 
 __all__ = ["error_lines", "summarize_attempts", "summary_headline", "summary_lines"]
-
-
-def _p95(values: list[float]) -> float | None:
-    """The 95th percentile, interpolated linearly between ranks (numpy's default, as the gate reads it)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = 0.95 * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _failed_parts(a: Attempt) -> list[str]:
@@ -32,9 +21,13 @@ def _failed_parts(a: Attempt) -> list[str]:
 
 
 def summarize_attempts(
-    attempts: Sequence[Attempt], scenarios: Sequence[ScenarioEntry], *, run_id: str = ""
+    attempts: Sequence[Attempt],
+    scenarios: Sequence[ScenarioEntry],
+    *,
+    run_id: str = "",
+    capture_warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Summarize a run's attempts (errors listed first, then fails)."""
+    """Summarize a run's attempts (errors listed first, then fails); ``capture_warnings`` are kept as is."""
     ordered = sorted(attempts, key=lambda a: (a.scenario_id, a.index))
     errors = [a for a in ordered if a.status == "error"]
     fails = [a for a in ordered if a.status == "fail"]
@@ -58,26 +51,24 @@ def summarize_attempts(
     attribution = {"retrieval": 0, "generation": 0, "unattributed": 0}
     for a in fails:
         attribution[a.attribution or "unattributed"] += 1
-    # like the gate: latency of the scored attempts (a timed-out call's latency is the timeout)
-    latencies = [a.measures.latency_s for a in ordered if a.status != "error"]
-    costs = [a.measures.cost_usd for a in ordered]
-    known_costs = [c for c in costs if c is not None]
-    in_tokens = [a.measures.input_tokens for a in ordered if a.measures.input_tokens is not None]
-    out_tokens = [a.measures.output_tokens for a in ordered if a.measures.output_tokens is not None]
-    n = len(ordered)
+    g = guardrail_measures(ordered)  # the same definitions the gate and the canary use
     guardrails = {
-        "latency_mean_s": sum(latencies) / len(latencies) if latencies else None,
-        "latency_p95_s": _p95(latencies),
-        "input_tokens": sum(in_tokens) if in_tokens else None,
-        "output_tokens": sum(out_tokens) if out_tokens else None,
-        # None (never 0) when any attempt's price is unknown; the known part is reported beside it.
-        "cost_usd": sum(known_costs) if n and len(known_costs) == n else None,
-        "cost_usd_known": sum(known_costs) if known_costs else None,
-        "cost_unknown_attempts": n - len(known_costs),
-        "escalation_rate": sum(a.measures.escalated for a in ordered) / n if n else None,
-        "empty_rate": sum(a.measures.empty for a in ordered) / n if n else None,
-        "error_rate": len(errors) / n if n else None,
+        "latency_mean_s": g.latency_mean_s,
+        "latency_p50_s": g.latency_p50_s,
+        "latency_p95_s": g.latency_p95_s,
+        "input_tokens": g.input_tokens,
+        "output_tokens": g.output_tokens,
+        # None (never 0) when any attempt's cost is unknown; the known part is reported beside it.
+        "cost_usd": g.cost_usd_total,
+        "cost_usd_known": g.cost_usd_known,
+        "cost_usd_mean": g.cost_usd_mean,
+        "cost_unknown_attempts": g.cost_unknown_attempts,
+        "cost_note": g.cost_note,
+        "escalation_rate": g.escalation_rate,
+        "empty_rate": g.empty_rate,
+        "error_rate": g.error_rate,
     }
+    n = len(ordered)
     return {
         "run_id": run_id,
         "attempts": n,
@@ -101,6 +92,7 @@ def summarize_attempts(
         "guardrails": guardrails,
         # retrieval metrics per scenario and overall, and whether the similarity threshold was a no-op
         "retrieval": retrieval_summary(ordered),
+        "capture_warnings": list(capture_warnings),
     }
 
 
@@ -163,10 +155,13 @@ def summary_lines(summary: dict[str, Any], *, max_listed: int = 20) -> list[str]
     if g["cost_usd"] is None and g["cost_unknown_attempts"]:
         known = _fmt(g["cost_usd_known"], ".4f")
         cost = f"unknown for {g['cost_unknown_attempts']} attempts (known part {known})"
+        if g.get("cost_note"):
+            cost += f" - {g['cost_note']}"
     lines.append(
         f"guardrails: latency mean {_seconds(g['latency_mean_s'])} p95 {_seconds(g['latency_p95_s'])}; "
         f"tokens in {_fmt(g['input_tokens'], 'd')} out {_fmt(g['output_tokens'], 'd')}; cost ${cost}; "
         f"escalation {_fmt(g['escalation_rate'], '.1%')}; empty {_fmt(g['empty_rate'], '.1%')}; "
         f"errors {_fmt(g['error_rate'], '.1%')}"
     )
+    lines += [f"WARNING: {w}" for w in summary.get("capture_warnings") or ()]
     return lines

@@ -127,6 +127,7 @@ class Measures(_Model):
     escalated: bool = False
     empty: bool = False
     steps: int = 0
+    llm_calls: int | None = None  # LLM calls captured (0: none was; None: not recorded, older run files)
 
 
 class Attempt(_Model):

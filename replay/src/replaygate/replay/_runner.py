@@ -23,7 +23,7 @@ from typing import Any
 from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
 from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
-from replaygate.replay._capture import open_capture
+from replaygate.replay._capture import FOREIGN_PROVIDER_HINT, open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._filelock import exclusive_lock
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
@@ -33,10 +33,11 @@ from replaygate.replay._journal import (
     header_fingerprint,
     journal_path,
     read_journal,
+    restore_journal,
 )
 from replaygate.replay._judges import create_judges
 from replaygate.replay._measures import load_prices
-from replaygate.replay._progress import ProgressCallback, make_progress
+from replaygate.replay._progress import ProgressCallback, ProgressLines, make_progress
 from replaygate.replay._run_summary import summarize_attempts
 from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, digest_of, save_run
 from replaygate.replay._scenario import Scenario, scenario_content_hash
@@ -128,7 +129,7 @@ async def run_suite_async(
     out_path: str | Path,
     resume: bool = False,
     shard: str | tuple[int, int] | None = None,
-    progress: bool | ProgressCallback = True,
+    progress: bool | ProgressLines | ProgressCallback = True,
     tier: str | None = None,
     artifacts: bool = True,
     scorer: Scorer | None = None,
@@ -139,7 +140,8 @@ async def run_suite_async(
     Args:
         scenarios: the selected scenarios (see ``select_scenarios``); the suite hash covers all of them.
         target: ``module:function``, an ``http(s)://`` URL, a callable or a :class:`Target`.
-        config: the candidate's parsed configuration, passed to the target and hashed.
+        config: the candidate's parsed configuration, passed to the target and hashed; None (no
+            configuration file) passes ``{}`` and records ``agent_config_hash: no config``.
         repeats: attempts per scenario (default: each scenario's own ``repeats``).
         concurrency: attempts in flight at once (and threads for a sync target).
         timeout_s: per-attempt timeout of the target call.
@@ -150,7 +152,8 @@ async def run_suite_async(
             ``<out dir>/<run id>/artifacts.jsonl`` (one JSON line per attempt).
         resume: continue the journal at ``<out_path>.journal`` instead of starting again.
         shard: ``"i/n"``: run only the scenarios of shard i of n (stable by scenario id).
-        progress: show a progress bar (True), nothing (False), or call this with each finished attempt.
+        progress: a bar in a terminal, else plain lines (True); plain lines (:class:`ProgressLines`);
+            nothing (False); or call this with each finished attempt.
         tier: the tier the scenarios were selected for (recorded in the fingerprint).
         artifacts: write per-attempt artifacts (best-effort; each attempt's ``artifact_path`` names the
             artifacts file, its line is the one with the attempt's scenario id and index).
@@ -197,7 +200,7 @@ async def run_suite_async(
         commit = git_commit() if code_commit is True else (code_commit or None)
         hashes = {s.id: scenario_content_hash(s) for s in scenarios}  # once: suite hash and entries
         fingerprint = build_fingerprint(
-            config=cfg,
+            config=cfg if config is not None else None,
             versions=declared_versions(cfg),
             target=the_target.spec,
             judges=judge_map,
@@ -211,6 +214,8 @@ async def run_suite_async(
         return fingerprint, [_entry(s, per_k[s.id], hashes[s.id]) for s in selected]
 
     done: list[Attempt] = []
+    if resume and not jpath.exists() and out.exists():  # completed before: its journal was removed
+        restore_journal(out)
     if resume:
         fingerprint, entries = describe()
         state = read_journal(jpath)
@@ -368,6 +373,11 @@ async def run_suite_async(
     ]
 
     results.sort(key=lambda a: (a.scenario_id, a.index))
+    capture_warnings = []
+    # once per run; only an in-process target's spans can be captured (a remote agent's are its own)
+    if capture.foreign_attempts and isinstance(the_target, CallableTarget):
+        capture_warnings.append(FOREIGN_PROVIDER_HINT.format(n=capture.foreign_attempts))
+        log.warning("replaygate run: %s", capture_warnings[-1])
     run = RunFile(
         run_id=run_id,
         fingerprint=fingerprint,
@@ -375,10 +385,11 @@ async def run_suite_async(
         attempts=results,
         shard=shard_text,
         policy=dict(policy) if policy is not None else None,
-        summary=summarize_attempts(results, entries, run_id=run_id),
+        summary=summarize_attempts(results, entries, run_id=run_id, capture_warnings=capture_warnings),
     )
     run = run.model_copy(update={"attempts_digest": digest_of(run, writer.digests)})
     save_run(run, out, serialized=writer.serialized, trust_digest=True)
+    jpath.unlink(missing_ok=True)  # the run file holds everything now; --resume restores it from there
     return run
 
 
@@ -396,7 +407,7 @@ def run_suite(
     out_path: str | Path,
     resume: bool = False,
     shard: str | tuple[int, int] | None = None,
-    progress: bool | ProgressCallback = True,
+    progress: bool | ProgressLines | ProgressCallback = True,
     tier: str | None = None,
     artifacts: bool = True,
     scorer: Scorer | None = None,

@@ -30,7 +30,9 @@ A scenario is one YAML file ``<id>.yaml`` in the golden-set directory::
     changelog:
       - {date: 2026-11-29, author: alice, reason: Promoted from incident INC-123}
 
-Unknown keys are errors; regexes are compiled and JSON schemas checked at load time. Every error is a
+A check may also be written as a one-key shorthand, ``- max_chars: 80`` (see
+:mod:`replaygate.replay._scenario_forms`); a file is written back in the form it used. Unknown keys are
+errors, with a did-you-mean; regexes are compiled and JSON schemas checked at load time. Every error is a
 :class:`~replaygate.replay.ScenarioError` naming file:line and what to do.
 """
 
@@ -53,6 +55,7 @@ from replaygate.replay._scenario_checks import (
     ToolArgsCheck,
     ValuesFromToolsCheck,
 )
+from replaygate.replay._scenario_forms import SHORTHAND_FIELDS, scenario_json_schema
 from replaygate.replay._scenario_io import (
     PASS_CONDITION_FIELDS,
     dump_scenario,
@@ -82,6 +85,7 @@ __all__ = [
     "LABELS",
     "ORIGINS",
     "PASS_CONDITION_FIELDS",
+    "SHORTHAND_FIELDS",
     "STATES",
     "TIERS",
     "ActiveStatus",
@@ -115,5 +119,6 @@ __all__ = [
     "save_scenario",
     "scenario_content_hash",
     "scenario_files",
+    "scenario_json_schema",
     "suite_hash",
 ]

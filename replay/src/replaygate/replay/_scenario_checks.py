@@ -15,7 +15,7 @@ import math
 import warnings
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from replaygate.replay._regex import ScenarioRegex, compile_scenario_regex
 
 __all__ = [
@@ -49,6 +49,15 @@ Scalar = str | int | float | bool
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    #: Whether the file wrote this check as a one-key shorthand (it is written back the same way).
+    _shorthand: bool = PrivateAttr(default=False)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the fields are: the form a file wrote a check in is not part of what it checks."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
 
 
 def compile_pattern(pattern: str) -> ScenarioRegex:

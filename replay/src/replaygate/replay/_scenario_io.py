@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from replaygate.replay._bounded import load_yaml_bounded
 from replaygate.replay._errors import ScenarioError
 from replaygate.replay._runfile import content_hash, save_atomic, write_atomic
+from replaygate.replay._scenario_forms import check_entry, error_hint, mark_forms, normalise_checks
 from replaygate.replay._scenario_model import Scenario
 
 __all__ = [
@@ -78,6 +79,11 @@ class _Marks:
             for index, item in enumerate(node.value):
                 self.walk(item, path + (index,), depth + 1)
 
+    def key_line(self, loc: tuple[str | int, ...]) -> int:
+        """The line of the key at ``loc`` when it is a key, else as :meth:`line`."""
+        key = self.keys.get(loc)
+        return key.start_mark.line + 1 if key is not None else self.line(loc)
+
     def line(self, loc: Iterable[Any]) -> int:
         """The 1-based line of the deepest node found along ``loc`` (pydantic union tags are skipped)."""
         path: _Path = ()
@@ -142,20 +148,25 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
     if marks.duplicates:
         key, line = marks.duplicates[0]
         raise ScenarioError(f"{source}:{line}: key {key!r} appears twice; keep one")
+    data, forms, found = normalise_checks(data)
+    problems = [f"{source}:{marks.key_line(loc)}: {_format_loc(loc)}: {msg}" for loc, msg in found]
+    said = {loc[:2] if loc[0] == "checks" else loc for loc, _ in found}  # a whole check, or a key
     try:
-        scenario = Scenario.model_validate(data)
+        scenario = mark_forms(Scenario.model_validate(data), forms)
     except ValidationError as exc:
-        problems = []
         for error in exc.errors(include_url=False):
             loc = error.get("loc", ())
+            if any(tuple(loc[: len(where)]) == where for where in said):
+                continue  # already said, with a did-you-mean
             msg = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-            todo = _what_to_do(error)
+            todo = error_hint(error) or _what_to_do(error)
             problems.append(
                 f"{source}:{marks.line(loc)}: {_format_loc(loc)}: {msg}" + (f"; {todo}" if todo else "")
             )
-        raise ScenarioError("\n".join(problems)) from None
     except (RecursionError, MemoryError):
         raise ScenarioError(f"{source}:1: scenario nested too deeply; flatten it") from None
+    if problems:
+        raise ScenarioError("\n".join(problems))
     if expected_id is not None and scenario.id != expected_id:
         raise ScenarioError(
             f"{source}:{marks.line(('id',))}: id {scenario.id!r} differs from the file name {expected_id!r}; "
@@ -257,9 +268,11 @@ def _yaml(data: Any, flow: bool | None) -> str:
     return text.removesuffix("...\n")
 
 
-def _entry(item: Any) -> dict[str, Any]:
-    data = item.model_dump(mode="python", by_alias=True, exclude_defaults=True, exclude_none=True)
-    return {"type": item.type, **data}
+def _check_line(item: Any) -> str:
+    entry = check_entry(item)
+    text = _yaml(entry, True).strip()
+    # A shorthand is written as the file wrote it: `- max_chars: 80`, not `- {max_chars: 80}`.
+    return text if "type" in entry else text[1:-1]
 
 
 def dump_scenario(scenario: Scenario) -> str:
@@ -269,10 +282,12 @@ def dump_scenario(scenario: Scenario) -> str:
     defaults are left out.
     """
     data = scenario.model_dump(mode="python", by_alias=True, exclude_none=True)
-    lists: dict[str, list[dict[str, Any]]] = {
-        "checks": [_entry(c) for c in scenario.checks],
-        "judges": [{"type": j.type, **j.model_dump(mode="python")} for j in scenario.judges],
-        "changelog": [e.model_dump(mode="python") for e in scenario.changelog],
+    lists: dict[str, list[str]] = {
+        "checks": [_check_line(c) for c in scenario.checks],
+        "judges": [
+            _yaml({"type": j.type, **j.model_dump(mode="python")}, True).strip() for j in scenario.judges
+        ],
+        "changelog": [_yaml(e.model_dump(mode="python"), True).strip() for e in scenario.changelog],
     }
     parts: list[str] = []
     for key, value in data.items():
@@ -281,7 +296,7 @@ def dump_scenario(scenario: Scenario) -> str:
                 parts.append(f"{key}: []\n")
                 continue
             parts.append(f"{key}:\n")
-            parts.extend(f"  - {_yaml(item, True).strip()}\n" for item in lists[key])
+            parts.extend(f"  - {line}\n" for line in lists[key])
         elif key == "turns":
             parts.append(_yaml({key: value}, False))
         elif isinstance(value, dict | list) and value:

@@ -180,7 +180,9 @@ async def score_attempt(
             filtered=summary.retrieval_filtered,
         )
 
-    measures = compute_measures(summary, answer=answer, latency_s=latency_s)
+    measures = compute_measures(
+        summary, answer=answer, latency_s=latency_s, declares_no_llm=scenario.tags.get("llm_calls") == "none"
+    )
     failed = any(not c.passed for c in checks) or any(not j.passed for j in judge_results)
     status: AttemptStatus = "error" if errors else "fail" if failed else "pass"
     attribution: Literal["retrieval", "generation"] | None = None
