@@ -361,6 +361,7 @@ def serve_hint(demo: Demo) -> None:
         "--insecure-cookies",
     )
 
+
 RELEASE_STAGES = [
     ("promote failures into the golden set", promote),
     ("replay: production twice, the candidate once (k=5)", replay),
