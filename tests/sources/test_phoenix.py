@@ -109,3 +109,27 @@ def test_an_unreachable_phoenix_is_an_error_not_an_empty_inbox() -> None:
     assert result.exit_code == 3 and "cannot reach Phoenix" in result.output
     result = invoke("failures", "--source", "http://127.0.0.1:9")
     assert result.exit_code == 3 and "say which tool" in result.output
+
+
+def test_push_failures_marks_the_store_failures_in_phoenix(phoenix_world: tuple[str, Path]) -> None:
+    url, store = phoenix_world
+    args = ["push", "--failures", "--store", str(store), "--to", "phoenix", "--url", url, "--json"]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    with TraceStore(store, create=False) as ts:
+        expected = {r.summary.trace_id: ", ".join(r.summary.failure_reasons) for r in ts.failures(limit=None)}
+    assert json.loads(result.output)["items"] == len(expected)
+    with PhoenixSource(url) as phoenix:
+        found = {
+            a["trace_id"]: a["result"]["label"]
+            for a in phoenix.trace_annotations(sorted(expected))
+            if a["name"] == "replaygate.failure"
+        }
+    assert found == expected
+    assert json.loads(invoke(*args).output)["items"] == len(expected)  # again: the same annotations
+    with PhoenixSource(url) as phoenix:
+        again = [a for a in phoenix.trace_annotations(sorted(expected)) if a["name"] == "replaygate.failure"]
+    assert len(again) == len(expected)
+    # replaygate's own annotations (score 0, label = reasons) are never read back as feedback
+    from_phoenix = failures(["--source", f"phoenix:{url}"])
+    assert {t: ", ".join(from_phoenix[t]) for t in expected} == expected

@@ -4,8 +4,9 @@ A run file's attempts (their spans first, from the run's artifacts, content hash
 ``--capture-content``) become Langfuse scores / Phoenix trace annotations on each attempt's trace
 (``replaygate.status``, ``replaygate.judge.<name>``, ``replaygate.retrieval.<metric>``); a gate report
 folder (or its ``report.json``) becomes one gate trace with ``replaygate.gate.outcome`` and
-``replaygate.gate.newly_failing``. Pushing again updates the same items. ``--url`` names the server
-(default: the tool's own environment variables), ``--link`` the report's address people should open.
+``replaygate.gate.newly_failing``; ``--failures`` marks the store's failure candidates
+(``replaygate.failure``, the reasons as the label). Pushing again updates the same items. ``--url``
+names the server (default: the tool's own environment variables), ``--link`` the report's address.
 
 Exit codes: 0 pushed; 3 a missing or invalid file, or a tool that cannot be reached or refused us.
 """
@@ -19,8 +20,9 @@ from typing import Any
 import click
 from replaygate.replay import RunFile, load_run, read_artifacts
 
+from replaygate.cli._traces import open_traces, parse_since
 from replaygate.report import load_report
-from replaygate.sources import LangfuseSource, PhoenixSource, PushResult, push_report, push_run
+from replaygate.sources import LangfuseSource, PhoenixSource, PushResult, push_failures, push_report, push_run
 
 __all__ = ["register"]
 
@@ -46,7 +48,14 @@ def _is_report(path: Path) -> bool:
 
 
 @click.command("push")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path), required=False)
+@click.option("--failures", is_flag=True, help="Mark the store's failure candidates instead (see --since).")
+@click.option(
+    "--since", metavar="WHEN", default=None, help="With --failures: since 30m, 2h, 1d or an ISO time."
+)
+@click.option(
+    "--store", metavar="PATH", default=None, help="With --failures: the trace store [REPLAYGATE_STORE]."
+)
 @click.option("--to", "sink_name", required=True, type=click.Choice(["langfuse", "phoenix"]))
 @click.option("--url", default=None, help="The server [default: LANGFUSE_HOST / PHOENIX_COLLECTOR_ENDPOINT].")
 @click.option("--project", default=None, help="Phoenix project [default: $PHOENIX_PROJECT_NAME or default].")
@@ -58,7 +67,10 @@ def _is_report(path: Path) -> bool:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was pushed as JSON.")
 def push_cmd(
-    path: Path,
+    path: Path | None,
+    failures: bool,
+    since: str | None,
+    store: str | None,
     sink_name: str,
     url: str | None,
     project: str | None,
@@ -66,11 +78,17 @@ def push_cmd(
     capture_content: bool,
     as_json: bool,
 ) -> None:
-    """Push a run's attempt results, or a gate report's outcome, to Langfuse or Phoenix (idempotent)."""
+    """Push a run's attempt results, a gate report's outcome or the failures to Langfuse or Phoenix."""
+    if (path is None) == (not failures):
+        raise click.UsageError("give a run file or report folder, or --failures (one of them)")
     sink = LangfuseSource(url) if sink_name == "langfuse" else PhoenixSource(url, project=project)
     with sink:
         result: PushResult
-        if _is_report(path):
+        if path is None:
+            with open_traces(store) as traces:
+                records = traces.failures(since_ns=parse_since(since) if since else None, limit=None)
+            result = push_failures(records, sink)
+        elif _is_report(path):
             report = load_report(path)
             result = push_report(report, sink, link or str(path.resolve()))
         else:

@@ -23,7 +23,7 @@ from replaygate.sources._errors import SourceError
 from replaygate.sources._langfuse import LangfuseScore, LangfuseSource, feedback_from_score, score_id
 from replaygate.sources._open import SOURCE_KINDS, TraceSource, open_source, source_kind
 from replaygate.sources._phoenix import Annotation, PhoenixSource, feedback_from_annotation
-from replaygate.sources._push import PushResult, push_report, push_run
+from replaygate.sources._push import PushResult, push_failures, push_report, push_run
 from replaygate.sources._records import FeedbackItem
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "feedback_from_annotation",
     "feedback_from_score",
     "open_source",
+    "push_failures",
     "push_report",
     "push_run",
     "score_id",

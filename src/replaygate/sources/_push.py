@@ -5,6 +5,9 @@ when the run's process exported to it): ``replaygate.status`` (pass / fail / err
 ``replaygate.judge.<name>`` per judge verdict (0..1) and ``replaygate.retrieval.<metric>`` per
 retrieval metric. In Langfuse these are scores, in Phoenix trace annotations.
 
+Failure candidates of the embedded store can be marked where the team looks (``replaygate push
+--failures``): one ``replaygate.failure`` annotation/score per trace, its reasons as the label.
+
 A gate report becomes one small trace of its own (``replaygate gate <report id>``, its trace id derived
 from the report id) carrying ``replaygate.gate.outcome`` (pass / needs-sign-off / block, with the
 headline and a link to the report) and ``replaygate.gate.newly_failing``.
@@ -21,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from replaygate.instrumentation import TraceRecord
+
 from replaygate.sources._gate_trace import gate_span_json, gate_span_proto
 from replaygate.sources._langfuse import LangfuseScore, LangfuseSource
 from replaygate.sources._otlp import export_request
@@ -31,7 +36,16 @@ if TYPE_CHECKING:  # the gate and replay packages are heavy; only their types ar
 
     from replaygate.gate import GateReport
 
-__all__ = ["PushItem", "PushResult", "gate_trace_id", "push_report", "push_run", "run_items"]
+__all__ = [
+    "PushItem",
+    "PushResult",
+    "failure_items",
+    "gate_trace_id",
+    "push_failures",
+    "push_report",
+    "push_run",
+    "run_items",
+]
 
 Sink = Literal["langfuse", "phoenix"]
 
@@ -117,6 +131,45 @@ def run_items(run: RunFile) -> tuple[list[PushItem], list[str]]:
     return items, skipped
 
 
+def failure_items(records: Sequence[TraceRecord]) -> list[PushItem]:
+    """One ``replaygate.failure`` item per failure candidate: its reasons as the label, score 0."""
+    items = []
+    for record in records:
+        summary = record.summary
+        if not summary.failure_reasons:
+            continue
+        why = summary.error or summary.escalation_reason
+        items.append(
+            PushItem(
+                summary.trace_id,
+                "replaygate.failure",
+                "failure",
+                label=", ".join(summary.failure_reasons),
+                score=0.0,
+                explanation=why,
+            )
+        )
+    return items
+
+
+def push_failures(records: Sequence[TraceRecord], sink: LangfuseSource | PhoenixSource) -> PushResult:
+    """Mark failure candidates (from the store) in the tool: a Phoenix annotation / Langfuse score each.
+
+    In Phoenix only traces it has are annotated (the others are listed as skipped).
+    """
+    items = failure_items(records)
+    skipped: list[str] = []
+    if isinstance(sink, PhoenixSource):
+        there = sink.existing_traces(sorted({i.trace_id for i in items}))
+        if len(there) < len(items):
+            skipped.append(f"{len(items) - len(there)} failure traces are not in {sink.describe()}")
+        items = [i for i in items if i.trace_id in there]
+    result = PushResult(sink=sink.describe(), skipped=skipped)
+    result.items = _write(sink, items)
+    result.traces = len(items)
+    return result
+
+
 def gate_trace_id(report_id: str) -> str:
     """The trace id of a gate report's own trace: derived from the report id, so a push is repeatable."""
     return hashlib.sha256(f"replaygate-gate\x00{report_id}".encode()).hexdigest()[:32]
@@ -144,7 +197,7 @@ def _report_items(report: GateReport, link: str | None) -> list[PushItem]:
     ]
 
 
-_CATEGORICAL = frozenset({"replaygate.status", "replaygate.gate.outcome"})
+_CATEGORICAL = frozenset({"replaygate.status", "replaygate.gate.outcome", "replaygate.failure"})
 
 
 def _langfuse_value(item: PushItem) -> float | str:
