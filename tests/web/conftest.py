@@ -141,7 +141,7 @@ def _users() -> dict[str, User]:
 
 
 def _make_env(
-    tmp_path: Path, decisions: Any, url: str, widen_confidence: float = 0.8
+    tmp_path: Path, decisions: Any, url: str, widen_alpha: float = 0.10
 ) -> tuple[Env, list[Any]]:
     path = url
     hostile = write_traces(path)
@@ -152,7 +152,7 @@ def _make_env(
         traces,
         decisions(path) if callable(decisions) else decisions,
         settings=CanarySettings(
-            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_alpha=1 - widen_confidence),
+            evidence=EvidenceSettings(min_count=20, min_breach_count=20, widen_alpha=widen_alpha),
             groundedness_sample=0,
         ),
     )
@@ -198,8 +198,7 @@ class Release:
 
 @pytest.fixture
 def release(tmp_path: Path, store_url: str) -> Iterator[Release]:
-    # widen on small equal arms
-    made, parts = _make_env(tmp_path, DecisionStore, store_url, widen_confidence=0.55)
+    made, parts = _make_env(tmp_path, DecisionStore, store_url, widen_alpha=0.45)  # widen on small equal arms
     blocked, signoff = write_gate_reports(tmp_path)
     yield Release(made, blocked, signoff, tmp_path / "reports")
     _close(made, parts)

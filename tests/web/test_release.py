@@ -29,7 +29,7 @@ def test_every_report_is_listed_newest_first_and_filterable(release: Any, helper
     page = client.get("/reports").get_data(as_text=True)
     ids = re.findall(r'data-report="([^"]+)"', page)
     assert ids == [release.signoff.report_id, release.blocked.report_id]  # newest first, unsigned too
-    assert "blocked" in page and "unsigned" in page
+    assert "blocked" in page and "sign-off needed" in page and "unsigned" in page
     only = client.get("/reports?config=candidate").get_data(as_text=True)
     assert re.findall(r'data-report="([^"]+)"', only) == [release.blocked.report_id]
     assert 'data-report="' not in client.get("/reports?outcome=pass").get_data(as_text=True)
@@ -47,6 +47,9 @@ def test_report_page_leads_with_outcome_findings_and_fixes(release: Any, helpers
     assert '<details class="fingerprints">' in page  # closed
     assert "review REPORT " not in page and f"review {release.reports_dir / 'blocked'} refund-cap" in page
     assert "Noise floor" in page and 'id="mdd"' in page and "tolerance: a drop of at most 5 pp" in page
+    # the gate's other lists: the two baselines disagree on warranty
+    flaky = page.split('id="flaky"', 1)[1].split("</ul>", 1)[0]
+    assert "warranty" in flaky and "refund-cap" not in flaky
     # the scenario titles are hostile: escaped everywhere
     assert HOSTILE not in page and str(escape(TITLE)) in page
     # plots: two points per scenario (baseline and candidate), one delta per group

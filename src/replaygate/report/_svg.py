@@ -137,9 +137,21 @@ def scenario_interval_chart(c: Comparison, limit: int = 200) -> str:
     One ``<circle class="pt base|head">`` per side of each scenario with scored attempts (at most
     ``limit`` scenarios, newly failing first); the vertical tick on each row is the scenario's threshold.
     """
-    order = {"newly_failing": 0, "still_failing": 1, "unknown": 2, "inconclusive": 3, "newly_passing": 4}
+    order = {
+        "newly_failing": 0,
+        "worse_unconfirmed": 1,
+        "still_failing": 2,
+        "unknown": 3,
+        "inconclusive": 4,
+        "newly_passing": 5,
+    }
     shown = sorted(c.scenarios, key=lambda s: order.get(s.change, 5))[:limit]
-    colors = {"newly_failing": "#dc2626", "newly_passing": "#16a34a", "still_failing": "#f59e0b"}
+    colors = {
+        "newly_failing": "#dc2626",
+        "worse_unconfirmed": "#d97706",
+        "newly_passing": "#16a34a",
+        "still_failing": "#f59e0b",
+    }
     left, width, row = max(140, _label_width([s.id for s in shown], 11)), 420, 24
     height = 34 + row * len(shown)
     body = [

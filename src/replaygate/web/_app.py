@@ -15,7 +15,7 @@ from flask import Flask, Response, abort, current_app, g, redirect, request, ses
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from replaygate.instrumentation import ReplaygateError
 
-from replaygate.canary import CanaryController
+from replaygate.canary import WORDS, CanaryController
 from replaygate.web._config import User, WebConfig
 from replaygate.web._svg import fmt_measure, significant
 from replaygate.web._webstore import WebStore
@@ -224,6 +224,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
     app.jinja_env.filters["significant"] = significant
     app.jinja_env.globals["fmt_measure"] = fmt_measure
     app.jinja_env.globals["as_json"] = _as_json
+    app.jinja_env.globals["verdict_words"] = WORDS
     app.jinja_env.globals["current_user"] = current_user
 
     @app.errorhandler(CSRFError)

@@ -25,4 +25,5 @@ def measures() -> str:
         charts=measure_charts(ctl, status.state, bins=24),
         tolerances=ctl.tolerances,
         rollback_alpha=ctl.settings.evidence.rollback_alpha,
+        widen_alpha=ctl.settings.evidence.widen_alpha,
     )

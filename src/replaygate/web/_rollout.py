@@ -74,6 +74,7 @@ def index() -> str:
         charts=measure_charts(ctl, status.state),
         tolerances=ctl.tolerances,
         rollback_alpha=ctl.settings.evidence.rollback_alpha,
+        widen_alpha=ctl.settings.evidence.widen_alpha,
         can_roll_back=status.state.status in ROLLBACK_STATES,
         audit=ctl.audit(limit=5),
         default_plan=",".join(f"{p * 100:g}" for p in ctl.settings.plan),

@@ -129,7 +129,7 @@ def measure_chart(series: MeasureSeries, markers: Sequence[Marker], start_ns: in
             coords = " ".join(f"{a:.1f},{b:.1f}" for a, b, _, _ in pts)
             body.append(f'<polyline fill="none" stroke="{_COLORS[arm]}" stroke-width="2" points="{coords}"/>')
         body += [
-            f'<circle class="pt {arm}" cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{_COLORS[arm]}">'
+            f'<circle class="pt {arm}" data-n="{n}" cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{_COLORS[arm]}">'
             f"<title>{arm}: {escape(fmt_measure(series.kind, v))} (n={n})</title></circle>"
             for a, b, v, n in pts
         ]
