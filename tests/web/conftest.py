@@ -140,9 +140,7 @@ def _users() -> dict[str, User]:
     }
 
 
-def _make_env(
-    tmp_path: Path, decisions: Any, url: str, widen_alpha: float = 0.10
-) -> tuple[Env, list[Any]]:
+def _make_env(tmp_path: Path, decisions: Any, url: str, widen_alpha: float = 0.10) -> tuple[Env, list[Any]]:
     path = url
     hostile = write_traces(path)
     store = CanaryStore(path)
