@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from replaygate.instrumentation import load_prices
 from replaygate.replay import Scenario, run_suite
-from replaygate.replay._measures import load_prices
 
 SLEEP_S = 0.020
 

@@ -232,3 +232,29 @@ def test_what_langfuse_receives_as_a_guest(env: LangfuseStandIn) -> None:
     )
     retrievals = [o for o in observations if o.type == "RETRIEVER"]
     assert retrievals and all(json.loads(o.output or "[]")[0]["id"] for o in retrievals if o.output != "[]")
+
+
+def test_llm_spans_reach_langfuse_with_their_cost(env: LangfuseStandIn) -> None:
+    """gen_ai.usage.cost on exported LLM spans, priced by genai-prices as replay prices them."""
+    from replaygate.instrumentation import LlmCall, call_cost
+
+    llm = [
+        o
+        for o in env.observations.values()
+        if o.type == "GENERATION"
+        and o.metadata
+        and o.metadata["resourceAttributes"].get("service.name") == "support-agent"
+    ]
+    assert llm
+    for o in llm:
+        attrs = o.metadata["attributes"] if o.metadata else {}
+        expected = call_cost(
+            LlmCall(
+                attrs.get("gen_ai.request.model"),
+                attrs.get("gen_ai.provider.name"),
+                attrs.get("gen_ai.usage.input_tokens"),
+                attrs.get("gen_ai.usage.output_tokens"),
+                0.0,
+            )
+        )
+        assert expected is not None and attrs["gen_ai.usage.cost"] == pytest.approx(expected)

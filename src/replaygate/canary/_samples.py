@@ -25,7 +25,7 @@ def _price(
     model: str | None, provider: str | None, input_tokens: int | None, output_tokens: int | None
 ) -> float | None:
     try:
-        from replaygate.replay._measures import call_cost
+        from replaygate.replay import call_cost
     except ImportError:  # the replay distribution is a dependency of the control plane; be safe anyway
         return None
     return call_cost(LlmCall(model, provider, input_tokens, output_tokens, 0.0))

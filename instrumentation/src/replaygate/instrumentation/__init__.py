@@ -128,6 +128,7 @@ from replaygate.instrumentation._normalize import (
     span_record,
     span_to_record,
 )
+from replaygate.instrumentation._prices import call_cost, load_prices
 from replaygate.instrumentation._records import (
     FAILURE_REASONS,
     Chunk,
@@ -169,6 +170,7 @@ __all__ = [
     "Variant",
     "__version__",
     "annotate_agent",
+    "call_cost",
     "capture",
     "choose_variant",
     "configure",
@@ -177,6 +179,7 @@ __all__ = [
     "health",
     "is_content_attribute",
     "llm_call",
+    "load_prices",
     "mark_clarification",
     "mark_escalation",
     "mark_failure",

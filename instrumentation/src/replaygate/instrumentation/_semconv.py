@@ -55,6 +55,8 @@ __all__ = [
     "ERROR_TYPE",
     "RETRIEVAL_QUERY_TEXT",
     "LANGFUSE_TRACE_TAGS",
+    "USAGE_COST",
+    "OI_COST_TOTAL",
 ]
 
 #: The semantic conventions version replaygate writes (the tracer's schema URL).
@@ -120,3 +122,6 @@ RG_CANCELLED = "replaygate.cancelled"  # bool: the agent call was cancelled (asy
 
 # Langfuse's OpenTelemetry mapping reads these (tags and metadata of the trace)
 LANGFUSE_TRACE_TAGS = "langfuse.trace.tags"  # tuple of str
+
+USAGE_COST = "gen_ai.usage.cost"  # USD, when the price is known (Langfuse shows it)
+OI_COST_TOTAL = "llm.cost.total"

@@ -15,7 +15,12 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Status
 from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation._encoding import content_hash, message_json
-from replaygate.instrumentation._normalize import is_content_attribute, is_content_event_attribute
+from replaygate.instrumentation._normalize import (
+    is_content_attribute,
+    is_content_event_attribute,
+    normalize_span,
+)
+from replaygate.instrumentation._prices import call_cost
 from replaygate.instrumentation._redaction import Redactor
 
 __all__ = ["derived_attributes", "is_content_attribute", "transform_span"]
@@ -75,6 +80,15 @@ def _hash_value(value: Any) -> Any:
     return value
 
 
+def _cost_attributes(span: ReadableSpan, attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """``gen_ai.usage.cost`` on an exported LLM span that has none, when genai-prices knows the price."""
+    if sc.USAGE_COST in attributes or sc.OI_COST_TOTAL in attributes:
+        return {}
+    llm = normalize_span(span).llm
+    cost = call_cost(llm) if llm is not None else None
+    return {} if cost is None else {sc.USAGE_COST: cost}
+
+
 def transform_span(
     span: ReadableSpan,
     redactor: Redactor,
@@ -91,7 +105,7 @@ def transform_span(
         resource: a resource to report instead of the span's own (service name), or None.
     """
     source: Mapping[str, Any] = span.attributes or {}
-    derived = derived_attributes(source)
+    derived = {**derived_attributes(source), **_cost_attributes(span, source)}
     if derived:
         source = {**source, **derived}
     changed = resource is not None or bool(derived)

@@ -20,12 +20,11 @@ linearly between ranks (numpy's default).
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from replaygate.instrumentation import LlmCall, TraceSummary
+from replaygate.instrumentation import LlmCall, TraceSummary, call_cost
 from replaygate.replay._runfile import Attempt, Measures
 
 __all__ = [
@@ -54,34 +53,6 @@ def is_empty_answer(answer: str | None) -> bool:
 def is_escalated(summary: TraceSummary) -> bool:
     """Whether the attempt escalated: the escalation signal, or a call to a tool named ``*escalat*``."""
     return summary.escalated or any("escalat" in call.name.lower() for call in summary.tool_calls)
-
-
-def load_prices() -> None:
-    """Import genai-prices, which loads its price data at import (a large share of a second).
-
-    :func:`call_cost` imports it on first use, so the commands that only read run files never pay for it;
-    the runner calls this before its first attempt, so no attempt pays for it mid-run.
-    """
-    importlib.import_module("genai_prices")
-
-
-def call_cost(call: LlmCall) -> float | None:
-    """The price in USD of one LLM call (the span's own cost when it carried one), or None when unknown."""
-    if call.cost_usd is not None:
-        return call.cost_usd
-    if not call.model or call.input_tokens is None or call.output_tokens is None:
-        return None
-    from genai_prices import Usage, calc_price  # see load_prices
-
-    usage = Usage(input_tokens=call.input_tokens, output_tokens=call.output_tokens)
-    attempts: list[str | None] = [call.provider, None] if call.provider else [None]
-    for provider in attempts:
-        try:
-            price = calc_price(usage, call.model, provider_id=provider)
-        except LookupError:
-            continue  # unknown provider id: retry by model name alone; unknown model: None
-        return float(price.total_price)
-    return None
 
 
 def total_cost(calls: Sequence[LlmCall]) -> float | None:

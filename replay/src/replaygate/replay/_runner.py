@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from replaygate.instrumentation import load_prices
 from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
 from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
@@ -36,7 +37,6 @@ from replaygate.replay._journal import (
     restore_journal,
 )
 from replaygate.replay._judges import create_judges
-from replaygate.replay._measures import load_prices
 from replaygate.replay._progress import ProgressCallback, ProgressLines, make_progress
 from replaygate.replay._run_summary import summarize_attempts
 from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, digest_of, save_run
