@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --locked
+# two workers (the CI machine has 2 cores); a test file stays on one worker, in order
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 .PHONY: help uv sync demo test lint typecheck pytest bench clean
 
