@@ -88,6 +88,7 @@ def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[str]:
             sys.executable,
             "-m",
             "gunicorn",
+            "--preload",  # as the README's command: the app is built once, in the master
             "-w",
             "4",
             "-b",
