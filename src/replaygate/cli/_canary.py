@@ -72,7 +72,7 @@ def _report(t: Any) -> None:
 
 
 def _status_json(status: Any) -> dict[str, Any]:
-    from replaygate.canary._machine import state_json
+    from replaygate.canary import state_json
 
     out: dict[str, Any] = {"state": state_json(status.state), "notes": list(status.notes)}
     if status.measures is not None:
