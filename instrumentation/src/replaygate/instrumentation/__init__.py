@@ -142,6 +142,7 @@ from replaygate.instrumentation._routing import RoutingClient, Variant, choose_v
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
+from replaygate.instrumentation._settings import ConfigureOptions
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
 from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch
@@ -152,6 +153,7 @@ __all__ = [
     "AgentRun",
     "CaptureResult",
     "Chunk",
+    "ConfigureOptions",
     "Instrumentation",
     "InstrumentationError",
     "LlmCall",
