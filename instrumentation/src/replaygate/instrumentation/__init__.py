@@ -164,6 +164,7 @@ from replaygate.instrumentation._store_rows import (
     record_to_row,
     trace_id_range,
 )
+from replaygate.instrumentation._settings import ConfigureOptions
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
 from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch, watch_known_providers
@@ -176,6 +177,7 @@ __all__ = [
     "Chunk",
     "DEFAULT_STORE",
     "FAILURE_REASONS",
+    "ConfigureOptions",
     "Instrumentation",
     "InstrumentationError",
     "LlmCall",
