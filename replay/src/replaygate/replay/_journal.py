@@ -26,7 +26,14 @@ from pydantic import ValidationError
 from replaygate.replay._batch_queue import STOP, next_batch
 from replaygate.replay._bounded import parse_json_bounded
 from replaygate.replay._errors import RunFileError
-from replaygate.replay._runfile import Attempt, Fingerprint, attempt_digest, attempts_digest, load_run
+from replaygate.replay._runfile import (
+    Attempt,
+    Fingerprint,
+    attempt_digest,
+    attempt_json,
+    attempts_digest,
+    load_run,
+)
 
 __all__ = [
     "HEADER_LATER",
@@ -176,10 +183,8 @@ def restore_journal(out_path: str | os.PathLike[str]) -> Path:
         with open(tmp, "wb") as fh:
             fh.write(_line({"kind": "header", **header}))
             for a in run.attempts:
-                line = (
-                    f'{{"kind":"attempt","sha256":"{attempt_digest(a)}","attempt":{a.model_dump_json()}}}\n'
-                )
-                fh.write(line.encode("utf-8"))
+                text, digest = attempt_json(a)
+                fh.write(f'{{"kind":"attempt","sha256":"{digest}","attempt":{text}}}\n'.encode())
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -287,21 +292,19 @@ class JournalWriter:
             items, stop = next_batch(self._queue)
             if items and self._error is None:
                 try:
-                    texts = [(a, a.model_dump_json()) for a in items]
-                    sums = [attempt_digest(a) for a in items]
+                    done = [(a, *attempt_json(a)) for a in items]
                     data = "".join(
-                        f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n'
-                        for h, (_, text) in zip(sums, texts, strict=True)
+                        f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n' for _, text, h in done
                     )
                     self._fh.write(data.encode("utf-8"))
                     self._fh.flush()
                     os.fsync(self._fh.fileno())
                     self.fsyncs += 1
                     self._header_unsynced = False
-                    self.serialized.update(((a.scenario_id, a.index), (a, text)) for a, text in texts)
-                    self.digests.update(
-                        ((a.scenario_id, a.index), (a, h)) for a, h in zip(items, sums, strict=True)
-                    )
+                    for a, text, h in done:
+                        key = (a.scenario_id, a.index)
+                        self.serialized[key] = (a, text)
+                        self.digests[key] = (a, h)
                 except Exception as exc:  # reported to the runner by the next append/flush/close
                     self._error = exc
             with self._cond:
