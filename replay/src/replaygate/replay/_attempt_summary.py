@@ -10,7 +10,6 @@ attempt's trace id and latency. Every other trace (a child span, an event, anoth
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,9 +44,11 @@ class AttemptSummaries:
                 if template is None:
                     template = self._memo[key] = summarize_spans(spans)
                     return template
-                return dataclasses.replace(
-                    template,
-                    trace_id=root.trace_id,
-                    latency_s=max(0.0, (root.end_ns - root.start_ns) / 1e9),
-                )
+                # dataclasses.replace, without its per-call look at the fields (a frozen dataclass)
+                summary: TraceSummary = object.__new__(TraceSummary)
+                fields = summary.__dict__
+                fields.update(template.__dict__)
+                fields["trace_id"] = root.trace_id
+                fields["latency_s"] = max(0.0, (root.end_ns - root.start_ns) / 1e9)
+                return summary
         return summarize_spans(spans)

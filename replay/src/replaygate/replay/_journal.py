@@ -2,8 +2,11 @@
 
 Line 1 is a header (run id, fingerprint, scenarios, shard, policy); each further line is one finished
 attempt. One writer thread drains a queue, writes every waiting line, then fsyncs once (group commit), so
-fifty concurrent attempts share one fsync instead of paying fifty in turn; the header's own fsync is the
-thread's first job, so the run starts without waiting for the disk. A process killed mid-write
+fifty concurrent attempts share one fsync instead of paying fifty in turn. A group gathers for at least
+:data:`GROUP_S` after the previous fsync began (at most about 1 / ``GROUP_S`` fsyncs a second, however
+fast the attempts finish), so a finished attempt is durable within ``GROUP_S`` plus one fsync of being
+handed over; :meth:`JournalWriter.close` does not wait. The header's own fsync is the thread's first job,
+so the run starts without waiting for the disk. A process killed mid-write
 leaves at most a torn last line, which :func:`read_journal` ignores and :class:`JournalWriter` cuts off
 before appending.
 
@@ -18,6 +21,7 @@ import json
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,6 +40,7 @@ from replaygate.replay._runfile import (
 )
 
 __all__ = [
+    "GROUP_S",
     "HEADER_LATER",
     "JOURNAL_SUFFIX",
     "JournalState",
@@ -48,6 +53,9 @@ __all__ = [
 ]
 
 JOURNAL_SUFFIX = ".journal"
+
+#: The least time between the starts of two group commits (seconds): the bound on the added latency.
+GROUP_S = 0.02
 
 #: ``JournalWriter(path, header=HEADER_LATER)``: a new journal whose header comes with :meth:`write_header`.
 HEADER_LATER: Any = object()
@@ -287,10 +295,12 @@ class JournalWriter:
         except Exception as exc:  # reported to the runner by the next append/flush/close
             self._error = exc
         stop = False
+        synced = time.monotonic()
         while not stop:
             items: list[Attempt]
-            items, stop = next_batch(self._queue)
+            items, stop = next_batch(self._queue, until=synced + GROUP_S)
             if items and self._error is None:
+                synced = time.monotonic()
                 try:
                     done = [(a, *attempt_json(a)) for a in items]
                     data = "".join(
