@@ -41,7 +41,7 @@ from replaygate.replay._scenario_checks import (
     ValuesFromToolsCheck,
 )
 
-__all__ = ["CheckContext", "check_names", "run_check", "run_checks"]
+__all__ = ["CheckContext", "run_check", "run_checks"]
 
 _QUOTE_MAX = 80
 
@@ -323,23 +323,8 @@ def run_check(check: Check, ctx: CheckContext, name: str | None = None) -> Check
     return CheckResult(name=name, passed=passed, detail=detail)
 
 
-def check_names(checks: Sequence[Check]) -> list[str]:
-    """The result name of each check: its type, with ``#2``, ``#3`` ... for a type declared again."""
-    seen: dict[str, int] = {}
-    names: list[str] = []
-    for check in checks:
-        seen[check.type] = seen.get(check.type, 0) + 1
-        names.append(check.type if seen[check.type] == 1 else f"{check.type}#{seen[check.type]}")
-    return names
-
-
-def run_checks(
-    checks: Sequence[Check], ctx: CheckContext, names: Sequence[str] | None = None
-) -> list[CheckResult]:
-    """Run every declared check, after the ``non_empty`` check unless the scenario allows empty answers.
-
-    ``names`` are the checks' :func:`check_names` when the caller keeps them (a scenario runs k times).
-    """
+def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckResult]:
+    """Run every declared check, after the ``non_empty`` check unless the scenario allows empty answers."""
     results: list[CheckResult] = []
     if not ctx.allow_empty:
         results.append(
@@ -347,6 +332,9 @@ def run_checks(
             if ctx.empty
             else CheckResult(name="non_empty", passed=True, detail=f"{len(ctx.answer)} characters")
         )
-    for check, name in zip(checks, check_names(checks) if names is None else names, strict=True):
+    seen: dict[str, int] = {}
+    for check in checks:
+        seen[check.type] = seen.get(check.type, 0) + 1
+        name = check.type if seen[check.type] == 1 else f"{check.type}#{seen[check.type]}"
         results.append(run_check(check, ctx, name))
     return results
