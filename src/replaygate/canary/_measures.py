@@ -261,7 +261,7 @@ def _bootstrap_quantile(
     seed: int,
     n_resamples: int = 2000,
 ) -> list[float]:
-    """The percentile bootstrap of ``quantile(head, q) - quantile(base, q)`` in O(resamples), not O(n·resamples).
+    """Percentile bootstrap of ``quantile(head, q) - quantile(base, q)`` in O(resamples), not O(n·resamples).
 
     A resample of ``n`` values has the same order statistics as ``x_sorted[ceil(n·U_(k)) - 1]`` for the
     order statistics ``U_(k)`` of ``n`` uniforms, and ``U_(k) ~ Beta(k, n - k + 1)``; the next one is
