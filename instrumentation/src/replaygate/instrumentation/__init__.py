@@ -142,7 +142,7 @@ from replaygate.instrumentation._records import (
     ordered_reasons,
 )
 from replaygate.instrumentation._routing import RoutingClient, Variant, choose_variant, configure_routing
-from replaygate.instrumentation._settings import resolve_settings
+from replaygate.instrumentation._settings import ConfigureOptions, resolve_settings
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
@@ -164,7 +164,6 @@ from replaygate.instrumentation._store_rows import (
     record_to_row,
     trace_id_range,
 )
-from replaygate.instrumentation._settings import ConfigureOptions
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
 from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch, watch_known_providers
