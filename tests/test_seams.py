@@ -99,6 +99,7 @@ WHITE_BOX = {
     ("tests/canary/test_outlook.py", "replaygate.cli"): "injects a controller with a fake clock",
     ("tests/canary/test_simulate.py", "replaygate.instrumentation"): "resets the process's routing client",
     ("tests/instrumentation/test_cli_traces.py", "replaygate.cli"): "pins the traces commands' module",
+    ("tests/test_cli_options.py", "replaygate.cli"): "walks every command's shared options",
     ("tests/replay/test_runner_capture.py", "replaygate.instrumentation"): "reads the capture routes",
 }
 

@@ -33,6 +33,7 @@ from replaygate.instrumentation import (
 )
 from replaygate.replay import load_scenarios, scenario_files
 
+from replaygate.cli._options import json_option, store_option
 from replaygate.golden import resolve_golden_dir
 
 __all__ = ["register"]
@@ -146,9 +147,9 @@ def _golden(value: str | None) -> Check:
 
 
 @click.command("doctor")
-@click.option("--store", default=None, help="Store path [env REPLAYGATE_STORE; .replaygate/replaygate.db].")
+@store_option
 @click.option("--golden", default=None, help="Golden-set folder [env REPLAYGATE_GOLDEN; golden/].")
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@json_option
 def doctor_cmd(store: str | None, golden: str | None, as_json: bool) -> None:
     """Print the resolved settings (store, exporters, canary source, golden folder) and check each."""
     found = _store(store)

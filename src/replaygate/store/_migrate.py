@@ -18,7 +18,13 @@ from typing import Protocol
 from replaygate.instrumentation import TRACE_SCHEMA_VERSION, StoreError, connect_store_db
 from sqlalchemy import Connection, inspect, text
 
-from replaygate.store._schema import APPEND_ONLY_TABLES, CONTROL_TABLES, TRACE_TABLES, metadata
+from replaygate.store._schema import (
+    APPEND_ONLY_TABLES,
+    CONTROL_TABLES,
+    TRACE_TABLES,
+    metadata,
+    trace_traces,
+)
 
 
 class Store(Protocol):
@@ -87,8 +93,13 @@ def _check_not_newer(store: Store, trace: int, control: int) -> None:
 
 
 def _migrate_traces_postgres(conn: Connection, version: int) -> None:
-    if version == 0:  # PostgreSQL stores start at the current trace schema
+    if version == 0:  # a new PostgreSQL store starts at the current trace schema
         metadata.create_all(conn, tables=list(TRACE_TABLES))
+    elif version == 2:  # v3: the canary's covering index replaces trace_traces_by_variant
+        conn.execute(text("DROP INDEX IF EXISTS trace_traces_by_variant"))
+        for index in trace_traces.indexes:
+            index.create(conn, checkfirst=True)
+    if version < TRACE_SCHEMA_VERSION:
         _set_version(conn, "trace_schema", TRACE_SCHEMA_VERSION)
 
 

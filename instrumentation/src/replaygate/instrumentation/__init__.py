@@ -142,7 +142,7 @@ from replaygate.instrumentation._records import (
     ordered_reasons,
 )
 from replaygate.instrumentation._routing import RoutingClient, Variant, choose_variant, configure_routing
-from replaygate.instrumentation._settings import resolve_settings
+from replaygate.instrumentation._settings import ConfigureOptions, resolve_settings
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
@@ -176,6 +176,7 @@ __all__ = [
     "Chunk",
     "DEFAULT_STORE",
     "FAILURE_REASONS",
+    "ConfigureOptions",
     "Instrumentation",
     "InstrumentationError",
     "LlmCall",

@@ -34,7 +34,7 @@ __all__ = [
 
 STORE_ENV = "REPLAYGATE_STORE"
 DEFAULT_STORE = ".replaygate/replaygate.db"
-TRACE_SCHEMA_VERSION = 2
+TRACE_SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 WRITE_DEADLINE_S = 60.0
 
@@ -75,11 +75,19 @@ _SCHEMA_V2: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     refresh_all_traces,
 )
 
+# v3: the canary's per-arm aggregate reads only this index (counts, flags, latency, the sampling key).
+_SCHEMA_V3: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "DROP INDEX IF EXISTS trace_traces_by_variant",
+    "CREATE INDEX IF NOT EXISTS trace_traces_by_arm ON trace_traces "
+    "(variant, start_ns, error, empty, escalated, negative_feedback, latency_s, trace_id)",
+)
+
 #: Steps that bring a store from version ``v`` to ``v + 1``, keyed by ``v`` (0 = empty file): SQL
 #: statements, or functions run on the connection inside the same transaction.
 TRACE_MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
+    2: _SCHEMA_V3,
 }
 
 
