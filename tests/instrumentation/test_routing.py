@@ -6,7 +6,6 @@ import http.server
 import inspect
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -31,6 +30,8 @@ from replaygate.instrumentation._routing import (
     variant_for,
 )
 from replaygate.instrumentation.semconv import RG_CONFIG_ID, RG_VARIANT
+
+from tests.conftest import free_port
 
 
 def _state(share: float, status: str = "canary", salt: str = "s4lt") -> RoutingState:
@@ -158,14 +159,8 @@ def test_store_without_canary_table_is_idle_not_failure(tmp_path: Path) -> None:
     assert client.stats()["failures"] == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_closed_port_serves_baseline() -> None:
-    client = RoutingClient(f"http://127.0.0.1:{_free_port()}/api/canary", refresh_s=100, timeout_s=0.5)
+    client = RoutingClient(f"http://127.0.0.1:{free_port()}/api/canary", refresh_s=100, timeout_s=0.5)
     assert client.choose("u1").name == "baseline"
     assert client.wait_ready() and client.stats()["failures"] == 1
 
