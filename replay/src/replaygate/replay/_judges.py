@@ -29,7 +29,6 @@ from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, Offli
 from replaygate.replay._runfile import Fingerprint
 
 __all__ = [
-    "BUILTIN_JUDGES",
     "Judge",
     "JudgeVerdict",
     "create_judge",
