@@ -23,6 +23,8 @@ EXPECTED = {
     # runner, targets, journal, shards, fingerprint, summary
     "run_suite",
     "run_suite_async",
+    "RunOptions",
+    "load_versioned",
     "load_target",
     "Target",
     "TargetOutput",
