@@ -6,8 +6,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from replaygate.replay import load_versioned
-from replaygate.replay._scenario_io import write_atomic
+from replaygate.replay import load_versioned, write_atomic
 
 from replaygate.gate import REPORT_FORMAT_VERSION, GateError, GateReport
 from replaygate.report._html import render_html

@@ -15,8 +15,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from replaygate.instrumentation._records import TraceSummary
-from replaygate.instrumentation._summary import summarize_spans
+from replaygate.instrumentation import TraceSummary, summarize_spans
 from replaygate.replay._artifacts import Artifact, ArtifactWriter
 from replaygate.replay._attempt_summary import AttemptSummaries
 from replaygate.replay._capture import AttemptSpan, Capture

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation import TraceSummary
 from replaygate.replay._checks import CheckContext, run_checks
 from replaygate.replay._judges import Judge, JudgeVerdict
 from replaygate.replay._labels import derive_label
