@@ -1,5 +1,6 @@
 """The runner's and readers' fast paths give what the plain paths give (issue 19), and RunOptions."""
 
+import asyncio
 import datetime as dt
 import json
 import queue
@@ -15,6 +16,7 @@ from replaygate.instrumentation import SpanRecord, summarize_spans
 from replaygate.replay import RunFileError, RunOptions, load_run, load_versioned, run_suite
 from replaygate.replay._attempt_summary import ROOT_KEYS, AttemptSummaries
 from replaygate.replay._batch_queue import STOP, next_batch
+from replaygate.replay._deadlines import Deadlines
 from replaygate.replay._journal import JournalWriter, read_journal, read_journal_fingerprint
 from replaygate.replay._runfile import (
     Attempt,
@@ -303,3 +305,57 @@ def test_an_attempt_with_judges_is_scored_in_a_task(tmp_path: Path) -> None:
     by = {a.scenario_id: a for a in run.attempts}
     assert by["j"].judges and by["j"].judges[0].name == "groundedness"
     assert not by["p"].judges and by["p"].status == "pass"
+
+
+def test_async_calls_time_out_on_the_shared_deadlines(tmp_path: Path) -> None:
+    async def target(turns: list[str], context: dict[str, Any]) -> str:
+        kind = context["kind"]
+        if kind == "hang":
+            await asyncio.sleep(3)
+        if kind == "own-timeout":
+            raise TimeoutError("upstream API did not answer")
+        return "ok " + kind
+
+    kinds = ["hang", "own-timeout", "fine"]
+    suite = [scenario(f"s-{k}", context={"kind": k}) for k in kinds]
+    t0 = time.monotonic()
+    run = run_suite(
+        suite, target, out_path=tmp_path / "r.json", timeout_s=0.3, progress=False, code_commit=None
+    )
+    assert time.monotonic() - t0 < 2.5  # the hanging calls were given up at their deadline
+    by = {(a.scenario_id, a.index): a for a in run.attempts}
+    assert [by[("s-hang", i)].error for i in range(2)] == ["timed out after 0.3s"] * 2
+    assert by[("s-own-timeout", 0)].error == "target raised TimeoutError: upstream API did not answer"
+    assert [a.status for a in run.attempts_for("s-fine")] == ["pass", "pass"]
+
+
+def test_a_deadline_cancels_only_its_own_call_and_never_hides_another_cancel() -> None:
+    async def main() -> tuple[bool, bool, bool]:
+        deadlines = Deadlines(0.05)
+
+        async def call(seconds: float) -> bool:
+            deadline = deadlines.start()
+            try:
+                try:
+                    await asyncio.sleep(seconds)
+                finally:
+                    timed_out = deadline.stop()
+            except asyncio.CancelledError:
+                if not timed_out:
+                    raise
+                return True
+            return False
+
+        quick, slow = await asyncio.gather(call(0.0), call(1.0))
+        outer = asyncio.ensure_future(call(1.0))
+        await asyncio.sleep(0.01)
+        outer.cancel()  # the run interrupted before the deadline: the cancel goes on
+        try:
+            await outer
+            cancelled = False
+        except asyncio.CancelledError:
+            cancelled = True
+        deadlines.close()
+        return quick, slow, cancelled
+
+    assert asyncio.run(main()) == (False, True, True)
