@@ -42,6 +42,10 @@ EXPECTED = {
     "summarize_attempts",
     "summary_headline",
     "summary_lines",
+    "error_lines",
+    "guardrail_summary",
+    "RunSummary",
+    "GuardrailSummary",
     # run file
     "RUN_FORMAT_VERSION",
     "Attempt",

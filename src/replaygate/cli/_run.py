@@ -127,7 +127,7 @@ def _num(value: float) -> str:
 
 def _retrieval_lines(run: RunFile) -> list[str]:
     """The retrieval section of the run summary: mean and per-scenario metrics, the threshold's effect."""
-    report = run.summary.get("retrieval")  # computed by summarize_attempts with the rest of the summary
+    report = run.summary.retrieval  # computed by summarize_attempts with the rest of the summary
     if report is None:
         return []
     m = report["mean"]
@@ -374,9 +374,9 @@ def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
         click.echo(line)
     if not quiet:
         click.echo(f"run file: {out_path}")
-    if summary["errors"]:
+    if summary.errors:
         click.echo(
-            f"error: {summary['errors']} of {summary['attempts']} attempts errored "
+            f"error: {summary.errors} of {summary.attempts} attempts errored "
             "(target raised, timed out, returned bad output, or a judge failed); see ERRORS above",
             err=True,
         )

@@ -8,7 +8,7 @@ Replay the golden set against a candidate (a target plus its configuration) and 
     candidate = Candidate.load("examples.support_agent.target:run_session", "configs/candidate.yaml")
     run = run_suite(scenarios, candidate.target, candidate.config, repeats=5, concurrency=8,
                     timeout_s=60, judges=create_judges("offline"), out_path="runs/candidate.json")
-    print(run.summary["errors"], run.summary["fails"], run.summary["passes"])
+    print(run.summary.errors, run.summary.fails, run.summary.passes)  # a typed RunSummary
 
 A target is ``module:function`` (sync or async, called as ``fn(turns, context, config)`` or
 ``fn(turns, context)``; it returns a str or ``{"answer", "label"?, "messages"?}``) or an ``http(s)://``
@@ -20,7 +20,9 @@ journaled beside the run file (``<out>.journal``, fsynced in groups; removed onc
 and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
 combines them. Progress is a bar in a terminal and plain lines otherwise (:class:`ProgressLines`).
-:func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
+:func:`summarize_attempts` builds the run's typed :class:`RunSummary` (``RunFile.summary``: counts,
+errors first, attribution, and the guardrails of :func:`guardrail_measures`); :func:`summary_lines`
+prints it. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
 whether the similarity threshold ever filtered anything); :func:`judges_from_fingerprint` rebuilds the
 judges a run was recorded with. A scenario with ``followups`` is a conversation: after each answer a
 simulated user (:class:`ScriptedSimulator`, offline, or :class:`LlmSimulator` over an OpenAI-compatible
@@ -63,7 +65,14 @@ from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
 from replaygate.replay._progress import ProgressLines
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
-from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
+from replaygate.replay._run_summary import (
+    error_lines,
+    guardrail_summary,
+    summarize_attempts,
+    summary_headline,
+    summary_lines,
+)
+from replaygate.replay._run_summary_model import GuardrailSummary, RunSummary
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -129,9 +138,11 @@ __all__ = [
     "NO_LLM_CALL",
     "RUN_FORMAT_VERSION",
     "GuardrailMeasures",
+    "GuardrailSummary",
     "call_cost",
     "compute_measures",
     "guardrail_measures",
+    "guardrail_summary",
     "percentile",
     "scored_attempts",
     "Attempt",
@@ -172,6 +183,7 @@ __all__ = [
     "RetrievalScores",
     "RunFile",
     "RunFileError",
+    "RunSummary",
     "Scenario",
     "ScenarioEntry",
     "ScenarioError",
@@ -195,6 +207,7 @@ __all__ = [
     "create_simulator",
     "declared_versions",
     "dump_scenario",
+    "error_lines",
     "fingerprint_differences",
     "git_commit",
     "in_shard",

@@ -21,6 +21,7 @@ from replaygate.replay._bounded import (
     validation_summary,
 )
 from replaygate.replay._errors import RunFileError
+from replaygate.replay._run_summary_model import RunSummary
 
 __all__ = [
     "RUN_FORMAT_VERSION",
@@ -173,7 +174,7 @@ class RunFile(_Model):
     attempts: list[Attempt]
     shard: str | None = None  # "i/n" when this file is one shard
     policy: dict[str, Any] | None = None  # the gate policy as parsed when the run started
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: RunSummary = Field(default_factory=RunSummary)  # summarize_attempts; older files: see RunSummary
     attempts_digest: str | None = None  # written by save_run; load_run refuses a file whose attempts differ
 
     def attempts_for(self, scenario_id: str) -> list[Attempt]:
