@@ -51,7 +51,9 @@ def fisher_worse_p(base: Sequence[tuple[int, int]], head: Sequence[tuple[int, in
         raise ValueError("every scenario needs at least one scored attempt on each side")
     if (sb < 0).any() or (sh < 0).any() or (sb > nb).any() or (sh > nh).any():
         raise ValueError("passes must be between 0 and the scored attempts")
-    return [float(p) for p in _worse_p(sb, nb, sh, nh)]
+    # one hypergeometric tail per distinct table (a big suite has few: k + 1 squared at most per k)
+    tables, where = np.unique(np.stack([sb, nb, sh, nh]), axis=1, return_inverse=True)
+    return [float(p) for p in _worse_p(*tables)[where.reshape(-1)]]
 
 
 def scenario_detectable_drop(
