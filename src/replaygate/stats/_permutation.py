@@ -125,7 +125,7 @@ def _exact_p(
     nb: NDArray[np.int64],
     sh: NDArray[np.int64],
     nh: NDArray[np.int64],
-    limit: int,
+    limit: int = _MAX_LATTICE,
 ) -> float | None:
     """Exact two-sided p-value by convolving per-scenario hypergeometric laws; None when too large.
 
