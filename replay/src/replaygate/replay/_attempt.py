@@ -22,7 +22,12 @@ from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
 from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._followups import converse, converse_blocking
-from replaygate.replay._measures import compute_measures
+from replaygate.replay._measures import (
+    LLM_CALLS_KEY,
+    NO_LLM_CALLS,
+    compute_measures,
+    declares_no_llm_calls,
+)
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -48,9 +53,11 @@ class Scorer(Protocol):
     ) -> Awaitable[Any]: ...
 
 
-def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
+def _error_measures(summary: TraceSummary, latency_s: float, declares_no_llm: bool = False) -> Measures:
     try:
-        measures = compute_measures(summary, answer=None, latency_s=latency_s)
+        measures = compute_measures(
+            summary, answer=None, latency_s=latency_s, declares_no_llm=declares_no_llm
+        )
     except Exception:  # measuring must not hide the error being reported
         return Measures(latency_s=latency_s)
     return measures.model_copy(update={"empty": False})
@@ -115,9 +122,12 @@ class AttemptRunner:
         run_id: str,
         artifacts: ArtifactWriter | None,
         simulator: Simulator | None = None,
+        declares_no_llm: bool = False,
     ) -> None:
         self.target = target
         self.config = dict(config)
+        #: The target declares that the agent makes no LLM call (``llm_calls: none`` in its configuration).
+        self.declares_no_llm = declares_no_llm
         self.capture = capture
         self.scorer = scorer
         self.judges = judges
@@ -262,6 +272,9 @@ class AttemptRunner:
             )
         return attempt
 
+    def _no_llm(self, scenario: Scenario) -> bool:
+        return self.declares_no_llm or declares_no_llm_calls(scenario.tags)
+
     async def _score(
         self,
         scenario: Scenario,
@@ -288,10 +301,13 @@ class AttemptRunner:
             return Attempt(
                 status="error",
                 error=error or "the target returned nothing",
-                measures=_error_measures(summary, latency_s),
+                measures=_error_measures(summary, latency_s, self._no_llm(scenario)),
                 **common,
             )
         last_only, by_turn = split_turn_checks(scenario)
+        if self.declares_no_llm and not declares_no_llm_calls(last_only.tags):
+            # The scorer reads the declaration where a scenario makes it: the target's applies to all.
+            last_only = last_only.model_copy(update={"tags": {**last_only.tags, LLM_CALLS_KEY: NO_LLM_CALLS}})
         try:
             # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
             with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):
@@ -330,6 +346,6 @@ class AttemptRunner:
                 status="error",
                 error=f"scoring failed: {type(exc).__name__}: {exc}",
                 answer=output.answer,
-                measures=_error_measures(summary, latency_s),
+                measures=_error_measures(summary, latency_s, self._no_llm(scenario)),
                 **common,
             )

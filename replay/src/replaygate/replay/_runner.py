@@ -25,7 +25,7 @@ from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
 from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._candidate import declared_versions
 from replaygate.replay._capture import FOREIGN_PROVIDER_HINT, open_capture
-from replaygate.replay._errors import ReplayError, RunFileError
+from replaygate.replay._errors import ReplayError, RunFileError, TargetError
 from replaygate.replay._filelock import exclusive_lock
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
 from replaygate.replay._journal import (
@@ -37,6 +37,7 @@ from replaygate.replay._journal import (
     restore_journal,
 )
 from replaygate.replay._judges import create_judges
+from replaygate.replay._measures import declares_no_llm_calls
 from replaygate.replay._progress import ProgressCallback, ProgressLines, make_progress
 from replaygate.replay._run_summary import summarize_attempts
 from replaygate.replay._runfile import Attempt, Fingerprint, RunFile, ScenarioEntry, digest_of, save_run
@@ -186,6 +187,10 @@ async def run_suite_async(
     except ValueError as exc:
         raise ReplayError(str(exc)) from None
     cfg = dict(config or {})
+    try:  # before anything starts: a bad value is the configuration's error
+        no_llm = declares_no_llm_calls(cfg, where="the candidate configuration")
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
     judge_map = dict(judges) if judges is not None else _default_judges()
     score: Scorer = scorer or score_attempt
     the_target = load_target(target, timeout_s=timeout_s)
@@ -263,6 +268,7 @@ async def run_suite_async(
     attempts = AttemptRunner(
         target=the_target,
         config=cfg,
+        declares_no_llm=no_llm,
         capture=capture,
         scorer=score,
         judges=judge_map,
