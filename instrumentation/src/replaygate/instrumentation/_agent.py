@@ -6,8 +6,8 @@ The run of one agent call lives in the OpenTelemetry context (beside its span) s
 
 from __future__ import annotations
 
-import asyncio
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,7 +15,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import get_current
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import limit_text, text_of, to_json
 from replaygate.instrumentation._health import fault
 from replaygate.instrumentation._records import FAILURE_REASONS
@@ -45,6 +45,12 @@ _INPUT_NAMES = ("message", "question", "input", "turns", "query", "prompt", "use
 _SESSION_NAMES = ("session_id", "conversation_id")
 _USER_NAMES = ("user_id",)
 _AGENT_REASONS = tuple(r for r in FAILURE_REASONS if r != "negative_feedback")
+
+
+def _cancelled(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is asyncio's cancellation (asyncio never imported: nothing was cancelled by it)."""
+    asyncio = sys.modules.get("asyncio")
+    return exc is not None and asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
 
 class AgentSpec:
@@ -259,7 +265,7 @@ class AgentRun:
         try:
             reasons: set[str] = set()
             attrs: dict[str, Any] = {}
-            if isinstance(exc, asyncio.CancelledError):
+            if _cancelled(exc):
                 # Cancelled from outside (client gone, timeout, shutdown): not the agent's failure.
                 attrs[sc.RG_CANCELLED] = True
                 closed_early = True

@@ -12,7 +12,6 @@ import inspect
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from typing import Any, TypeVar, cast, overload
 
-import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry.context import attach, detach
 from replaygate.instrumentation._agent import AgentRun, AgentSpec, output_text
@@ -339,6 +338,8 @@ def trace_agent(
             wrapper = _async_wrapper(spec)
         else:
             wrapper = _sync_wrapper(spec)
+        import wrapt  # noqa: PLC0415 - lazy (wrapt 2 imports asyncio): loaded when a function is decorated
+
         return cast(F, wrapt.FunctionWrapper(func, wrapper))
 
     if fn is not None:
