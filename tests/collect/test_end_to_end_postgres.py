@@ -218,6 +218,6 @@ def test_four_otlp_agents_to_collect_then_every_command_on_postgres(postgres: An
     page = client.get("/")
     assert page.status_code in (200, 302)
     with app.app_context():
-        from replaygate.web._app import controller
+        from replaygate.web._context import controller
 
         controller().close()

@@ -5,8 +5,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from replaygate.instrumentation import StoreError, span_to_record
-from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._store import TraceStore as SqliteTraceStore
+from replaygate.instrumentation import TraceStore as SqliteTraceStore
+from replaygate.instrumentation import semconv as sc
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -125,16 +125,16 @@ def test_both_writers_declare_the_same_trace_tables(tmp_path) -> None:
 
 
 def test_a_version_1_sqlite_store_is_migrated_and_backfilled(tmp_path) -> None:
-    from replaygate.instrumentation._store_db import MIGRATIONS
+    from replaygate.instrumentation import TRACE_MIGRATIONS
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    for statement in MIGRATIONS[0]:
+    for statement in TRACE_MIGRATIONS[0]:
         conn.execute(statement)
     conn.execute("CREATE TABLE trace_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)")
     conn.execute("INSERT INTO trace_schema VALUES (1, 1)")
     records = _spans(2, fail_every=2)
-    from replaygate.instrumentation._store_rows import record_to_row
+    from replaygate.instrumentation import record_to_row
 
     conn.executemany(
         f"INSERT INTO trace_spans VALUES ({', '.join('?' * 11)})", [record_to_row(r) for r in records]

@@ -277,12 +277,12 @@ def _bootstrap_quantile(
         k = int(np.floor(h))  # 0-based order statistic below the quantile
         frac = h - k
         u = rng.beta(k + 1, n - k, size=n_resamples)
-        low: np.ndarray = x[np.minimum(n - 1, np.ceil(n * u).astype(np.int64) - 1).clip(0)]
+        low = x[np.minimum(n - 1, np.ceil(n * u).astype(np.int64) - 1).clip(0)]
         if frac == 0 or k + 1 >= n:
-            return low
+            return np.asarray(low, dtype=float)
         u2 = u + (1 - u) * rng.beta(1, n - k - 1, size=n_resamples)
-        high: np.ndarray = x[np.minimum(n - 1, np.ceil(n * u2).astype(np.int64) - 1).clip(0)]
-        return np.asarray(low + frac * (high - low))
+        high = x[np.minimum(n - 1, np.ceil(n * u2).astype(np.int64) - 1).clip(0)]
+        return np.asarray(low + frac * (high - low), dtype=float)
 
     b = resampled(base)
     deltas = resampled(head) - b

@@ -11,11 +11,11 @@ PostgreSQL).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
 
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._store_db import SCHEMA_VERSION as TRACE_SCHEMA_VERSION
-from replaygate.instrumentation._store_db import connect as sqlite_trace_connect
+from replaygate.instrumentation import TRACE_SCHEMA_VERSION, StoreError, connect_store_db
 from sqlalchemy import Connection, inspect, text
 
 from replaygate.store._schema import (
@@ -26,8 +26,20 @@ from replaygate.store._schema import (
     trace_traces,
 )
 
-if TYPE_CHECKING:
-    from replaygate.store._engine import Store
+
+class Store(Protocol):
+    """What migration needs of a store (``_engine.Store`` is one): where it is and its connections."""
+
+    path: Path | None
+    dialect: str
+
+    @property
+    def label(self) -> str: ...
+
+    def read(self) -> AbstractContextManager[Connection]: ...
+
+    def write(self) -> AbstractContextManager[Connection]: ...
+
 
 __all__ = ["STORE_SCHEMA_VERSION", "TRACE_SCHEMA_VERSION", "append_only_ddl", "migrate", "versions"]
 
@@ -105,7 +117,7 @@ def _migrate_control(conn: Connection, dialect: str, version: int) -> None:
 def migrate(store: Store) -> None:
     """Bring the store to the current schema (idempotent; cheap when it is current)."""
     if store.path is not None:  # SQLite: the trace tables are migrated by the embedded writer's own code
-        sqlite_trace_connect(store.path).close()
+        connect_store_db(store.path).close()
     with store.read() as conn:
         trace, control = versions(conn)
     _check_not_newer(store, trace, control)
