@@ -32,6 +32,7 @@ from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario, 
 from replaygate.replay._scenario_io import write_atomic
 
 from replaygate.golden._errors import GoldenError
+from replaygate.golden._index import IndexEntry, index_entry, read_index, verified_index
 from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock
 
 __all__ = [
@@ -137,6 +138,10 @@ class GoldenSet:
         """The lock entries, or None when the set has no lock yet."""
         return read_lock(self.lock_path)
 
+    def index(self) -> dict[Path, IndexEntry]:
+        """The index entries of the files whose bytes are still the ones indexed (``_index``)."""
+        return verified_index(self.path, self.files(), read_index(self.lock_path))
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Hold the folder's write lock (waiting for another writer), after repairing a killed write.
@@ -209,14 +214,19 @@ class GoldenSet:
                 entries.pop(scenario_id, None)
             found = self._files_by_id()
             targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
-            targets.append((self.lock_path, dump_lock(entries)))
+            index = read_index(self.lock_path)
+            for s, (target, text) in zip(scenarios, targets, strict=True):
+                relative = target.relative_to(self.path).as_posix()
+                index[s.id] = index_entry(s, relative, text.encode("utf-8"))
+            targets.append((self.lock_path, dump_lock(entries, index)))
             self._commit(targets)
             return [t for t, _ in targets]
 
-    def write_lock(self, entries: dict[str, LockEntry]) -> Path:
-        """Replace the lock file with ``entries`` (one transaction)."""
+    def write_lock(self, entries: dict[str, LockEntry], index: dict[str, IndexEntry] | None = None) -> Path:
+        """Replace the lock file with ``entries`` (one transaction); ``index`` adds to the kept index."""
         with self.transaction():
-            self._commit([(self.lock_path, dump_lock(entries))])
+            kept = {**read_index(self.lock_path), **(index or {})}
+            self._commit([(self.lock_path, dump_lock(entries, kept))])
         return self.lock_path
 
     def _commit(self, targets: list[tuple[Path, str]]) -> None:

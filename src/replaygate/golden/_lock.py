@@ -7,7 +7,12 @@ JSON::
     {"format_version": 1,
      "scenarios": {"refund-over-limit-001": {"content_hash": "sha256:...", "state": "active",
                                               "changelog": 2, "changelog_hash": "sha256:...",
-                                              "holdout": false}}}
+                                              "holdout": false}},
+     "index": {...}}
+
+The ``index`` section (:mod:`replaygate.golden._index`) records what each file held (its bytes' hash,
+source trace, tiers, tags, state), so commands can select scenarios and find promoted traces without
+parsing every file; it is trusted only for files whose bytes still match.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from replaygate.replay._runfile import content_hash
 from replaygate.replay._scenario import ChangelogEntry, Scenario, scenario_content_hash
 
 from replaygate.golden._errors import GoldenError
+from replaygate.golden._index import IndexEntry
 
 __all__ = [
     "LOCK_FORMAT_VERSION",
@@ -92,10 +98,12 @@ def read_lock(path: Path) -> dict[str, LockEntry] | None:
     return entries
 
 
-def dump_lock(entries: dict[str, LockEntry]) -> str:
-    """Stable JSON text of a lock (sorted ids)."""
-    body = {
+def dump_lock(entries: dict[str, LockEntry], index: dict[str, IndexEntry] | None = None) -> str:
+    """Stable JSON text of a lock (sorted ids), with the index entries of locked scenarios."""
+    body: dict[str, Any] = {
         "format_version": LOCK_FORMAT_VERSION,
         "scenarios": {k: asdict(entries[k]) for k in sorted(entries)},
     }
+    if index:
+        body["index"] = {k: index[k].as_json() for k in sorted(index) if k in entries}
     return json.dumps(body, indent=2, sort_keys=True) + "\n"
