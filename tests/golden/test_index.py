@@ -106,3 +106,34 @@ def test_scenarios_lock_rebuilds_the_index(golden: GoldenSet) -> None:
     assert golden.index() == {}
     accept_changes(golden)
     assert len(golden.index()) == 20
+
+
+def test_list_by_tag_parses_only_what_it_may_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import replaygate.replay._scenario_io as io_module
+
+    from replaygate.golden import list_golden, list_scenarios
+
+    gs = GoldenSet(tmp_path / "g")
+    gs.write([_scenario(i, None).model_copy(update={"holdout": i == 4}) for i in range(10)])
+    parsed: list[Path] = []
+    real = io_module.load_scenario
+
+    def counting(path: Path) -> Scenario:
+        parsed.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(io_module, "load_scenario", counting)
+    for tier, tags in ((None, {"risk": "high"}), ("release", {"risk": "low"}), ("smoke", None)):
+        parsed.clear()
+        got = list_golden(gs, tier=tier, tags=tags)
+        want = list_scenarios(gs.load(), tier=tier, tags=tags)
+        assert got == want
+        if tags:
+            assert {p.stem for p in parsed[: len(parsed) - 10]} == {s.id for s in got.scenarios}
+    high = [s.id for s in list_golden(gs, tags={"risk": "high"}).scenarios]
+    assert high == ["s-001", "s-003", "s-005", "s-007", "s-009"]
+    (gs.path / "s-002.yaml").write_text(
+        (gs.path / "s-002.yaml").read_text(encoding="utf-8").replace("risk: low", "risk: high"),
+        encoding="utf-8",
+    )  # edited by hand: its stale entry says low, the file says high
+    assert "s-002" in [s.id for s in list_golden(gs, tags={"risk": "high"}).scenarios]

@@ -22,7 +22,7 @@ import functools
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -112,13 +112,13 @@ class GoldenSet:
         """Every scenario file, sorted."""
         return scenario_files(self.path) if self.path.is_dir() else []
 
-    def load(self) -> list[Scenario]:
-        """Every scenario, sorted by id; any invalid file raises one error listing every problem."""
+    def load(self, skip: Collection[Path] = ()) -> list[Scenario]:
+        """Every scenario (but the files in ``skip``), sorted by id; invalid files raise one error."""
         from replaygate.replay._scenario import load_scenarios
 
         if not self.path.is_dir():
             raise GoldenError(f"{self.path}: no golden-set directory; create it or pass --golden DIR")
-        return load_scenarios(self.path)
+        return load_scenarios(self.path, skip)
 
     def get(self, scenario_id: str) -> Scenario:
         """One scenario by id.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,9 @@ class IndexEntry:
 
     def as_json(self) -> dict[str, Any]:
         """The entry as written in ``golden.lock``."""
-        data = asdict(self)
+        data = dict(self.__dict__)
         data["tiers"] = list(self.tiers)
+        data["tags"] = dict(self.tags)
         return data
 
 

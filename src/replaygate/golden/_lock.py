@@ -18,7 +18,7 @@ parsing every file; it is trusted only for files whose bytes still match.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +102,12 @@ def dump_lock(entries: dict[str, LockEntry], index: dict[str, IndexEntry] | None
     """Stable JSON text of a lock (sorted ids), with the index entries of locked scenarios."""
     body: dict[str, Any] = {
         "format_version": LOCK_FORMAT_VERSION,
-        "scenarios": {k: asdict(entries[k]) for k in sorted(entries)},
+        "scenarios": {k: dict(entries[k].__dict__) for k in sorted(entries)},
     }
-    if index:
-        body["index"] = {k: index[k].as_json() for k in sorted(index) if k in entries}
-    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+    text = json.dumps(body, indent=2, sort_keys=True)
+    kept = [k for k in sorted(index or {}) if k in entries]
+    if not kept or index is None:
+        return text + "\n"
+    # the index: one line per scenario (small diffs, and the C encoder: no indent inside an entry)
+    lines = [f"    {json.dumps(k)}: {json.dumps(index[k].as_json(), sort_keys=True)}" for k in kept]
+    return text[: text.rindex("}")].rstrip() + ',\n  "index": {\n' + ",\n".join(lines) + "\n  }\n}\n"
