@@ -12,8 +12,7 @@ from click.testing import CliRunner
 from werkzeug.security import check_password_hash
 
 from replaygate.canary import CanaryController
-from replaygate.cli import _canary
-from replaygate.cli._main import cli
+from replaygate.cli import _canary, cli
 
 
 @pytest.fixture
@@ -145,3 +144,24 @@ def test_serve_builds_the_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert served["port"] == 9123 and app.config["SESSION_COOKIE_SECURE"] is False
     assert set(app.extensions["replaygate"].users) == {"ana"}
     assert app.test_client().get("/api/canary").json["status"] == "idle"
+
+
+def test_canary_actions_print_versioned_json(runner: CliRunner, traces: Any) -> None:
+    started = runner.invoke(cli, ["canary", "start", "dec-pass", "--by", "ana", "--plan", "10,100", "--json"])
+    assert started.exit_code == 0
+    doc = json.loads(started.output)
+    assert (doc["format_version"], doc["kind"], doc["action"], doc["outcome"]) == (
+        1,
+        "canary-action",
+        "start",
+        "applied",
+    )
+    assert doc["before"]["status"] != "canary" and doc["after"]["status"] == "canary"
+    refused = runner.invoke(cli, ["canary", "widen", "--by", "ana", "--json"])
+    assert refused.exit_code == 1  # refused: still exit 1, the reason in the document
+    doc = json.loads(refused.stdout)
+    assert doc["outcome"] == "refused" and "not enough traffic" in doc["reason"] and doc["changed"] is False
+    rolled = runner.invoke(cli, ["canary", "rollback", "--by", "bo", "--reason", "pager", "--json"])
+    assert rolled.exit_code == 0 and json.loads(rolled.output)["after"]["status"] != "canary"
+    status = json.loads(runner.invoke(cli, ["canary", "status", "--json"]).output)
+    assert status["format_version"] == 1 and status["kind"] == "canary-status"

@@ -2,16 +2,9 @@ import json
 from pathlib import Path
 
 import pytest
-from replaygate.replay._runfile import save_run
+from replaygate.replay import save_run
 
-from replaygate.cli import main
-
-
-def run_cli(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    return int(exc.value.code or 0)
+from tests.conftest import run_main as run_cli
 
 
 @pytest.fixture
@@ -153,3 +146,37 @@ def test_gate_refuses_a_policy_widened_after_the_run(env, f, capsys) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert data["comparison"]["noise"]["run_id"] == "base2" and data["policy_notes"] == []
+
+
+def test_gate_review_and_sign_print_versioned_json(env, f, capsys) -> None:
+    tmp, policy, write = env
+    base, worse = write("base", f.BASE), write("worse", f.HEAD)
+    out = tmp / "rep"
+    gate = ["gate", "--policy", policy, "--baseline", base, "--candidate", worse, "--out", str(out), "--json"]
+    assert run_cli(gate) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format_version"] == 1 and doc["kind"] == "gate"
+    assert doc["outcome"] == "block" and doc["exit_code"] == 1
+    assert doc["findings"] and all({"rule", "message", "fix"} <= set(x) for x in doc["findings"])
+    assert Path(doc["reports"]["json"]) == out / "report.json"
+    review = ["review", str(out), "s01", "--by", "ana", "--note", "read", "--json"]
+    assert run_cli(review) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["kind"], doc["scenario_id"], doc["by"], doc["unread"]) == (
+        "review",
+        "s01",
+        "ana",
+        ["s02", "s03"],
+    )
+    for sid in ("s02", "s03"):
+        assert run_cli(["review", str(out), sid, "--by", "ana", "--note", "read"]) == 0
+    capsys.readouterr()
+    sign = ["sign", str(out), "--by", "ana", "--outcome", "block", "--reason", "worse", "--json"]
+    assert run_cli(sign) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "decision" and doc["decision"]["signed_by"] == "ana"
+    assert doc["decision"] == json.loads((out / "decision.json").read_text(encoding="utf-8"))
+    # the old name of --baseline-2 on compare still works, and means the same
+    noise = write("base2", f.BASE)
+    assert run_cli(["compare", base, worse, "--baseline-2", noise, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["noise"]["run_id"] == "base2"

@@ -56,6 +56,7 @@ EXPECTED = {
     "CaptureResult",
     "watch",
     "Instrumentation",
+    "ConfigureOptions",
 }
 
 

@@ -82,3 +82,29 @@ def _provider():  # type: ignore[no-untyped-def]
     from opentelemetry.sdk.trace import TracerProvider
 
     return TracerProvider()
+
+
+def test_configure_and_resolve_settings_share_one_option_declaration() -> None:
+    import inspect
+
+    from replaygate.instrumentation import ConfigureOptions, configure
+    from replaygate.instrumentation._settings import OPTION_NAMES
+
+    own = {"tracer_provider", "exporters", "default"}
+    params = inspect.signature(configure).parameters
+    assert set(params) == own | {"options"}
+    assert params["options"].kind is inspect.Parameter.VAR_KEYWORD
+    assert set(ConfigureOptions.__annotations__) == OPTION_NAMES
+    # every option is documented in configure's docstring, the user's manual
+    doc = configure.__doc__ or ""
+    for name in OPTION_NAMES | own:
+        assert f"{name}:" in doc, name
+
+
+def test_a_misspelt_option_is_refused_like_a_keyword_argument() -> None:
+    from replaygate.instrumentation import configure
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sample_rate'"):
+        resolve_settings(env={}, sample_rate=0.5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="configure\\(\\) got an unexpected keyword argument 'sotre'"):
+        configure(sotre=None)  # type: ignore[call-arg]

@@ -271,3 +271,16 @@ def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
         assert option in text
     assert all(cli([c, "--help"]) == 0 for c in ("merge", "fingerprint"))
     capsys.readouterr()
+
+
+def test_run_json_is_one_versioned_document_with_the_exit_code(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = BASE + ["--target", "rg_cli_targets:flaky", "--timeout", "0.3", "--out", "r.json", "--json"]
+    assert cli(args) == 1  # an attempt errored: still exit 1 under --json
+    out, err = capsys.readouterr()
+    doc = json.loads(out)  # stdout is the document alone; notes and the error line go to stderr
+    assert (doc["format_version"], doc["kind"], doc["exit_code"]) == (1, "run", 1)
+    run = load_run(project / "r.json")
+    assert doc["run_id"] == run.run_id and doc["summary"]["errors"] == run.summary["errors"] > 0
+    assert Path(doc["run_file"]) == Path("r.json") and "attempts errored" in err

@@ -76,7 +76,7 @@ def test_the_attempts_own_spans_are_captured_and_scored(tmp_path: Path) -> None:
         names = sorted(sp["name"] for sp in spans)
         assert names.count("invoke_agent capture-agent") == 2  # both turns, one trace
         assert {sp["trace_id"] for sp in spans} == {a.trace_id}
-    assert run.summary["attribution"]["generation"] == 3
+    assert run.summary.attribution.generation == 3
 
 
 class TraceparentServer(ThreadingHTTPServer):
@@ -161,7 +161,7 @@ def test_agent_calls_after_the_run_are_not_kept(tmp_path: Path) -> None:
 
 def test_what_a_target_sets_on_the_attempt_span_is_recorded(tmp_path: Path) -> None:
     from opentelemetry import trace
-    from replaygate.instrumentation import _semconv as sc
+    from replaygate.instrumentation import semconv as sc
 
     late = threading.Event()
 

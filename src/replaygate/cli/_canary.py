@@ -16,23 +16,17 @@ from typing import Any
 
 import click
 
+from replaygate.cli._options import by_option, echo_json, json_option, store_option
+
 __all__ = ["register"]
 
 REFUSED = 1
 
-_store_option = click.option(
-    "--store",
-    default=None,
-    help="Store path or URL (default: $REPLAYGATE_STORE or .replaygate/replaygate.db).",
-)
 _policy_option = click.option(
     "--policy",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
     help="Gate policy YAML: its guardrails are the canary's tolerances.",
-)
-_by_option = click.option(
-    "--by", "by", default=lambda: os.environ.get("USER") or "cli", show_default="$USER", help="Who acts."
 )
 
 
@@ -61,18 +55,38 @@ def _plan(plan: str | None) -> tuple[float, ...] | None:
         raise click.UsageError(str(exc)) from exc
 
 
-def _report(t: Any) -> None:
-    if t.outcome == "applied":
+def _report(t: Any, as_json: bool = False) -> None:
+    if as_json:
+        _transition_json(t)
+    elif t.outcome == "applied":
         click.echo(f"{t.action}: {t.reason}; now {t.after.label()}")
     elif t.outcome == "noop":
         click.echo(f"{t.action}: nothing to do ({t.reason}); {t.after.label()}")
     else:
         click.echo(f"{t.action} refused: {t.reason}", err=True)
+    if t.outcome not in ("applied", "noop"):
         sys.exit(REFUSED)
 
 
+def _transition_json(t: Any) -> None:
+    """The ``--json`` document of a canary action: what was tried, what came of it, the state after."""
+    from replaygate.canary import state_json
+
+    echo_json(
+        "canary-action",
+        {
+            "action": t.action,
+            "outcome": t.outcome,
+            "reason": t.reason,
+            "changed": t.changed,
+            "before": state_json(t.before),
+            "after": state_json(t.after),
+        },
+    )
+
+
 def _status_json(status: Any) -> dict[str, Any]:
-    from replaygate.canary._machine import state_json
+    from replaygate.canary import state_json
 
     out: dict[str, Any] = {"state": state_json(status.state), "notes": list(status.notes)}
     if status.measures is not None:
@@ -162,8 +176,8 @@ def canary() -> None:
 
 
 @canary.command("decisions")
-@_store_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@store_option
+@json_option
 def decisions_cmd(store: str | None, as_json: bool) -> None:
     """List the signed decisions that can start a canary (pass, pass-with-sign-off)."""
     ctl = _controller(store, None)
@@ -181,18 +195,19 @@ def decisions_cmd(store: str | None, as_json: bool) -> None:
 
 @canary.command("start")
 @click.argument("decision_id")
-@_by_option
+@by_option
 @click.option("--reason", default="", help="Why (audited).")
 @click.option("--plan", default=None, help="Candidate shares in percent, e.g. 1,5,25,50,100 (the default).")
 @click.option("--no-auto-rollback", is_flag=True, help="Report breaches without rolling back.")
 @click.option(
     "--salt", default=None, help="Routing salt (default: random); fixed, a demo or test routes the same way."
 )
-@_store_option
+@store_option
 @_policy_option
+@json_option
 def start_cmd(
     decision_id: str, by: str, reason: str, plan: str | None, no_auto_rollback: bool, salt: str | None,
-    store: str | None, policy: str | None,
+    store: str | None, policy: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Start a canary of the candidate of a signed decision (DECISION_ID from `canary decisions`)."""
     steps = _plan(plan)
@@ -200,27 +215,28 @@ def start_cmd(
     _report(
         ctl.start(
             decision_id, actor=by, reason=reason, plan=steps, auto_rollback=not no_auto_rollback, salt=salt
-        )
+        ),
+        as_json,
     )
 
 
 @canary.command("status")
-@_store_option
+@store_option
 @_policy_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 def status_cmd(store: str | None, policy: str | None, as_json: bool) -> None:
     """Show the rollout, the live measures of the current step and what a widen needs."""
     status = _controller(store, policy).status()
     if as_json:
-        click.echo(json.dumps(_status_json(status), indent=2, default=str))
+        echo_json("canary-status", _status_json(status))
     else:
         _print_status(status)
 
 
 @canary.command("audit")
-@_store_option
+@store_option
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Newest N entries.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 def audit_cmd(store: str | None, limit: int, as_json: bool) -> None:
     """Print the canary's audit log, newest first: who did what, when, why, and what came of it."""
     entries = _controller(store, None).audit(limit)
@@ -238,39 +254,42 @@ def audit_cmd(store: str | None, limit: int, as_json: bool) -> None:
 
 
 @canary.command("widen")
-@_by_option
+@by_option
 @click.option("--reason", default="", help="Why (audited).")
-@_store_option
+@store_option
 @_policy_option
-def widen_cmd(by: str, reason: str, store: str | None, policy: str | None) -> None:
+@json_option
+def widen_cmd(by: str, reason: str, store: str | None, policy: str | None, as_json: bool) -> None:
     """Widen to the plan's next step; refused (exit 1, with the reason) until the evidence holds."""
-    _report(_controller(store, policy).widen(actor=by, reason=reason))
+    _report(_controller(store, policy).widen(actor=by, reason=reason), as_json)
 
 
 @canary.command("promote")
-@_by_option
+@by_option
 @click.option("--reason", default="", help="Why (audited).")
-@_store_option
+@store_option
 @_policy_option
-def promote_cmd(by: str, reason: str, store: str | None, policy: str | None) -> None:
+@json_option
+def promote_cmd(by: str, reason: str, store: str | None, policy: str | None, as_json: bool) -> None:
     """Promote the candidate to all traffic (idempotent)."""
-    _report(_controller(store, policy).promote(actor=by, reason=reason))
+    _report(_controller(store, policy).promote(actor=by, reason=reason), as_json)
 
 
 @canary.command("rollback")
-@_by_option
+@by_option
 @click.option("--reason", required=True, help="Why (audited).")
-@_store_option
-def rollback_cmd(by: str, reason: str, store: str | None) -> None:
+@store_option
+@json_option
+def rollback_cmd(by: str, reason: str, store: str | None, as_json: bool) -> None:
     """Roll back: all traffic to the baseline at once (idempotent, audited)."""
-    _report(_controller(store, None).rollback(actor=by, reason=reason))
+    _report(_controller(store, None).rollback(actor=by, reason=reason), as_json)
 
 
 @canary.command("check")
 @click.option("--no-auto-rollback", is_flag=True, help="Report a breach without rolling back.")
-@_store_option
+@store_option
 @_policy_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 def check_cmd(no_auto_rollback: bool, store: str | None, policy: str | None, as_json: bool) -> None:
     """Evaluate the current step; a breach rolls back (unless switched off) and exits 1. For cron."""
     result = _controller(store, policy).check(
@@ -280,7 +299,7 @@ def check_cmd(no_auto_rollback: bool, store: str | None, policy: str | None, as_
         out = _status_json(result.status)
         out["rolled_back"] = result.rollback is not None and result.rollback.changed
         out["hold_notified"] = result.notice is not None and result.notice.outcome == "notified"
-        click.echo(json.dumps(out, indent=2, default=str))
+        echo_json("canary-check", out)
     else:
         _print_status(result.status)
         if result.rollback is not None and result.rollback.changed:
@@ -303,8 +322,8 @@ def check_cmd(no_auto_rollback: bool, store: str | None, policy: str | None, as_
 @click.option("--plan", default=None, help="Plan for --start, e.g. 10,25,50,100.")
 @click.option("--min-count", default=None, type=int, help="Requests needed in each arm before a widen.")
 @click.option("--promote", is_flag=True, help="Promote when the last step is reached.")
-@_by_option
-@_store_option
+@by_option
+@store_option
 @_policy_option
 def simulate_cmd(
     decision_id: str | None, batches: int, batch_size: int, seed: int, plant_escalation: float,
@@ -343,7 +362,7 @@ def simulate_cmd(
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--users", type=click.Path(exists=True, dir_okay=False), default=None, help="Users YAML file.")
 @_policy_option
-@_store_option
+@store_option
 @click.option("--insecure-cookies", is_flag=True, help="Drop the cookie's Secure flag (local http only).")
 @click.option(
     "--reports",

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import click
 
+from replaygate.cli._options import store_option
+
 __all__ = ["register"]
 
 
 @click.command("collect")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=int, default=4318, show_default=True, help="Port (4318 is OTLP/HTTP's).")
-@click.option(
-    "--store",
-    metavar="URL",
-    default=None,
-    help="Store file, sqlite:///path or postgresql+psycopg:// URL [default: $REPLAYGATE_STORE].",
-)
+@store_option
 @click.option(
     "--token-file",
     type=click.Path(exists=True, dir_okay=False),

@@ -23,12 +23,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import click
-from replaygate.instrumentation import ReplaygateError, RoutingClient
-from replaygate.instrumentation._destinations import absolute_store, describe_destinations
-from replaygate.instrumentation._settings import resolve_settings
-from replaygate.instrumentation._store import TraceStore
-from replaygate.replay._scenario import load_scenarios, scenario_files
+from replaygate.instrumentation import (
+    ReplaygateError,
+    RoutingClient,
+    TraceStore,
+    absolute_store,
+    describe_destinations,
+    resolve_settings,
+)
+from replaygate.replay import load_scenarios, scenario_files
 
+from replaygate.cli._options import json_option, store_option
 from replaygate.golden import resolve_golden_dir
 
 __all__ = ["register"]
@@ -142,9 +147,9 @@ def _golden(value: str | None) -> Check:
 
 
 @click.command("doctor")
-@click.option("--store", default=None, help="Store path [env REPLAYGATE_STORE; .replaygate/replaygate.db].")
+@store_option
 @click.option("--golden", default=None, help="Golden-set folder [env REPLAYGATE_GOLDEN; golden/].")
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@json_option
 def doctor_cmd(store: str | None, golden: str | None, as_json: bool) -> None:
     """Print the resolved settings (store, exporters, canary source, golden folder) and check each."""
     found = _store(store)

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 
 import click
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay._runfile import RunFile, load_run
+from replaygate.replay import RunFile, load_run
 
+from replaygate.cli._options import baseline_2_option, by_option, echo_json, json_option, store_option
 from replaygate.cli._outputs import refuse_other_report
 from replaygate.gate import (
     DECISION_OUTCOMES,
@@ -31,8 +32,8 @@ from replaygate.gate import (
     load_policy,
     load_runs_dir,
     unread_scenarios,
+    verify_runs,
 )
-from replaygate.gate._integrity import verify_runs
 from replaygate.labels import labels_path, read_labels, with_judge_agreement
 from replaygate.report import (
     FORMATS,
@@ -70,29 +71,21 @@ def _data_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_store_option = click.option(
-    "--store",
-    default=None,
-    help="Store path or URL (env REPLAYGATE_STORE, default .replaygate/replaygate.db).",
-)
-
-
 @click.command("compare")
 @click.argument("base_run", type=click.Path(dir_okay=False))
 @click.argument("head_run", type=click.Path(dir_okay=False))
-@click.option(
-    "--noise", "noise_run", type=click.Path(dir_okay=False), help="A second baseline run (noise floor)."
-)
+@baseline_2_option
 @click.option(
     "--policy", "policy_path", type=click.Path(dir_okay=False), help="Alpha and resampling settings."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@json_option
 @_data_errors
 def compare_cmd(
-    base_run: str, head_run: str, noise_run: str | None, policy_path: str | None, as_json: bool
+    base_run: str, head_run: str, baseline_2: str | None, policy_path: str | None, as_json: bool
 ) -> None:
     """Compare two runs of the same suite: scenario by scenario, by category and overall."""
     policy = load_policy(policy_path) if policy_path else Policy()
+    noise_run = baseline_2
     noise = load_run(noise_run) if noise_run else None
     base, head = load_run(base_run), load_run(head_run)
     runs = [("baseline", base), ("candidate", head)] + ([("second baseline", noise)] if noise else [])
@@ -107,9 +100,7 @@ def compare_cmd(
 )
 @click.option("--baseline", required=True, type=click.Path(dir_okay=False), help="Baseline run file.")
 @click.option("--candidate", required=True, type=click.Path(dir_okay=False), help="Candidate run file.")
-@click.option(
-    "--baseline-2", "baseline_2", type=click.Path(dir_okay=False), help="Second baseline run (noise)."
-)
+@baseline_2_option
 @click.option(
     "--out",
     "out_dir",
@@ -117,9 +108,16 @@ def compare_cmd(
     help="Report folder (default .replaygate/reports/ID).",
 )
 @click.option("--format", "formats", default="md,html,json,junit", show_default=True, help="Report formats.")
+@json_option
 @_data_errors
 def gate_cmd(
-    policy_path: str, baseline: str, candidate: str, baseline_2: str | None, out_dir: str | None, formats: str
+    policy_path: str,
+    baseline: str,
+    candidate: str,
+    baseline_2: str | None,
+    out_dir: str | None,
+    formats: str,
+    as_json: bool,
 ) -> None:
     """Apply the release gate; exit 0 pass, 1 block, 2 needs sign-off or review, 3 usage/data error."""
     wanted = [f.strip() for f in formats.split(",") if f.strip()]
@@ -134,6 +132,9 @@ def gate_cmd(
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
     refuse_other_report(out, report.report_id)  # never delete or overwrite another report's files
     paths = write_reports(report, out, wanted)
+    if as_json:
+        echo_json("gate", _gate_json(report, paths))
+        sys.exit(EXIT[report.outcome])
     click.echo(report.headline)
     for f in report.findings:
         click.echo(f"  [{f.rule}] {f.message}\n      fix: {f.fix}")
@@ -151,6 +152,22 @@ def gate_cmd(
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
     sys.exit(EXIT[report.outcome])  # (click returns, not raises, Exit codes under main())
+
+
+def _gate_json(report: GateReport, paths: dict[str, Path]) -> dict[str, Any]:
+    """What a script needs of a gate: the outcome and its exit code, the findings, where the reports are."""
+    return {
+        "report_id": report.report_id,
+        "outcome": report.outcome,
+        "exit_code": EXIT[report.outcome],
+        "headline": report.headline,
+        "can_tell": report.can_tell,
+        "findings": [f.model_dump(mode="json") for f in report.findings],
+        "worse_unconfirmed": list(report.worse_unconfirmed),
+        "flaky": list(report.flaky),
+        "notes": list(report.notes),
+        "reports": {name: str(p) for name, p in paths.items()},
+    }
 
 
 def _judge_agreement(report: GateReport, policy: Policy, head: RunFile, runs: tuple[str, ...]) -> GateReport:
@@ -175,11 +192,12 @@ def _load(report: str) -> tuple[GateReport, Path]:
 @click.command("review")
 @click.argument("report")
 @click.argument("scenario")
-@click.option("--by", "by", required=True, help="Who read it.")
+@by_option
 @click.option("--note", required=True, help="What they concluded.")
-@_store_option
+@store_option
+@json_option
 @_data_errors
-def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None) -> None:
+def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None, as_json: bool) -> None:
     """Mark a newly failing scenario of a report read (needed before signing)."""
     rep, _ = _load(report)
     ds = DecisionStore(store)
@@ -188,21 +206,30 @@ def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None
         left = unread_scenarios(rep, {r.scenario_id for r in ds.reviews(rep.report_id)})
     finally:
         ds.close()
+    if as_json:
+        echo_json(
+            "review",
+            {"report_id": rep.report_id, "scenario_id": scenario, "by": by, "note": note, "unread": left},
+        )
+        return
     click.echo(f"{scenario} marked read by {by} (report {rep.report_id})")
     click.echo(f"still unread: {', '.join(left)}" if left else "every newly failing scenario has been read")
 
 
 @click.command("sign")
 @click.argument("report")
-@click.option("--by", "by", required=True, help="Who signs.")
+@by_option
 @click.option("--outcome", required=True, type=click.Choice(list(DECISION_OUTCOMES)), help="The decision.")
 @click.option("--reason", required=True, help="Why (the trade-off, for a pass with sign-off).")
 @click.option(
     "--supersede", is_flag=True, help="Replace the report's current decision (audited; it stays listed)."
 )
-@_store_option
+@store_option
+@json_option
 @_data_errors
-def sign_cmd(report: str, by: str, outcome: str, reason: str, supersede: bool, store: str | None) -> None:
+def sign_cmd(
+    report: str, by: str, outcome: str, reason: str, supersede: bool, store: str | None, as_json: bool
+) -> None:
     """Sign the gate decision: stored with both fingerprints, and as decision.json beside the report.
 
     A report signed already is refused unless --supersede (with --reason saying why).
@@ -216,6 +243,9 @@ def sign_cmd(report: str, by: str, outcome: str, reason: str, supersede: bool, s
     finally:
         ds.close()
     out = atomic_write(path.parent / "decision.json", decision.model_dump_json(indent=2))
+    if as_json:
+        echo_json("decision", {"decision": decision.model_dump(mode="json"), "path": str(out)})
+        return
     click.echo(f"decision {decision.id}: {decision.outcome} signed by {decision.signed_by} ({out})")
 
 
@@ -227,7 +257,7 @@ def sign_cmd(report: str, by: str, outcome: str, reason: str, supersede: bool, s
     "--policy", "policy_path", type=click.Path(dir_okay=False), help="Gate policy (alpha, tolerances)."
 )
 @click.option("--config-hash", default=None, help="Watch this configuration (default: the latest scheduled).")
-@click.option("--json", "as_json", is_flag=True, help="Print the drift report as JSON.")
+@json_option
 @_data_errors
 def drift_cmd(runs_dir: str, policy_path: str | None, config_hash: str | None, as_json: bool) -> None:
     """Compare the latest scheduled run of an unchanged configuration with the previous one (exit 1: drop)."""

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from replaygate.cli._options import json_option, store_option
 from replaygate.cli._traces import StoreDataError, parse_since
 from replaygate.inbox import FailureClass, classify_failures
 
@@ -45,15 +46,13 @@ def register(group: click.Group) -> None:
     """Add ``inbox`` to the root group."""
 
     @group.command("inbox")
-    @click.option(
-        "--store", default=None, help="Trace store [env REPLAYGATE_STORE; .replaygate/replaygate.db]."
-    )
+    @store_option
     @click.option(
         "--since", metavar="WHEN", default=None, help="Only traces since 30m, 2h, 1d or an ISO time."
     )
     @click.option("--golden", default=None, help="Golden set, to say which classes a scenario covers.")
     @click.option("--examples", type=click.IntRange(0, 3), default=1, show_default=True)
-    @click.option("--json", "as_json", is_flag=True, help="Print stable JSON (format_version 1).")
+    @json_option
     def inbox(store: str | None, since: str | None, golden: str | None, examples: int, as_json: bool) -> None:
         """The failure inbox grouped into classes (rules for known kinds, clusters for the rest)."""
         since_ns = parse_since(since) if since else None

@@ -18,12 +18,19 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import click
-from replaygate.replay._calibrate import CALIBRATION_LABELS, CalibrationResult, calibrate_judge, load_labels
-from replaygate.replay._judges import Judge, create_judges
+from replaygate.replay import (
+    CALIBRATION_LABELS,
+    CalibrationResult,
+    Judge,
+    calibrate_judge,
+    create_judges,
+    load_labels,
+)
 from rich.console import Console
 from rich.table import Table
 
 from replaygate.cli._label import agreement_cmd
+from replaygate.cli._options import json_option, judge_timeout_option
 from replaygate.stats import cohen_kappa
 
 __all__ = ["register"]
@@ -71,23 +78,16 @@ def _print(console: Console, report: dict[str, Any]) -> None:
 @click.option("--judge", "kind", type=click.Choice(["offline", "llm"]), default="offline", show_default=True)
 @click.option("--judge-model", "model", default=None, help="LLM judge model (env REPLAYGATE_JUDGE_MODEL).")
 @click.option("--judge-base-url", "base_url", default=None, help="OpenAI-compatible base URL.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
-    show_default=True,
-    help="LLM request timeout (s).",
-)
+@judge_timeout_option(old_names=("--timeout",))
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.8, show_default=True)
 @click.option("--min-kappa", type=float, default=None, help="Exit 1 when kappa is below this (or undefined).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option
 def calibrate(
     labels: str,
     kind: str,
     model: str | None,
     base_url: str | None,
-    timeout_s: float,
+    judge_timeout: float,
     min_score: float,
     min_kappa: float | None,
     as_json: bool,
@@ -95,7 +95,7 @@ def calibrate(
     """Measure a groundedness judge against human labels (CSV: question,answer,context,label)."""
     rows = load_labels(labels)
     judges = create_judges(
-        cast(Literal["offline", "llm"], kind), model=model, base_url=base_url, timeout_s=timeout_s
+        cast(Literal["offline", "llm"], kind), model=model, base_url=base_url, timeout_s=judge_timeout
     )
     judge = judges["groundedness"]
     result = asyncio.run(calibrate_judge(judge, rows, min_score=min_score))

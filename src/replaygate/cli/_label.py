@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from replaygate.cli._options import by_option, json_option
 from replaygate.labels import (
     QUESTIONS,
     HumanLabel,
@@ -137,7 +138,7 @@ def register(group: click.Group) -> None:
 
     @group.command("label")
     @click.argument("run_path", metavar="RUN", type=click.Path(dir_okay=False, exists=True))
-    @click.option("--by", required=True, help="Who is labelling (recorded with each label).")
+    @by_option
     @click.option("--golden", default=None, help="The golden set, to show each scenario's turns.")
     @click.option(
         "--report", default=None, help="A gate report: every attempt of its newly failing scenarios."
@@ -211,7 +212,7 @@ def register(group: click.Group) -> None:
 
 @click.command("agreement")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+@json_option
 def agreement_cmd(runs: tuple[str, ...], as_json: bool) -> None:
     """Cohen's kappa (95% bootstrap interval) of each judge fingerprint with people's labels of RUNS."""
     try:

@@ -20,6 +20,7 @@ from typing import Any
 import click
 from replaygate.replay import RunFile, load_run, read_artifacts
 
+from replaygate.cli._options import json_option, store_option
 from replaygate.cli._traces import open_traces, parse_since
 from replaygate.report import load_report
 from replaygate.sources import LangfuseSource, PhoenixSource, PushResult, push_failures, push_report, push_run
@@ -53,9 +54,7 @@ def _is_report(path: Path) -> bool:
 @click.option(
     "--since", metavar="WHEN", default=None, help="With --failures: since 30m, 2h, 1d or an ISO time."
 )
-@click.option(
-    "--store", metavar="PATH", default=None, help="With --failures: the trace store [REPLAYGATE_STORE]."
-)
+@store_option
 @click.option("--to", "sink_name", required=True, type=click.Choice(["langfuse", "phoenix"]))
 @click.option("--url", default=None, help="The server [default: LANGFUSE_HOST / PHOENIX_COLLECTOR_ENDPOINT].")
 @click.option("--project", default=None, help="Phoenix project [default: $PHOENIX_PROJECT_NAME or default].")
@@ -65,7 +64,7 @@ def _is_report(path: Path) -> bool:
     is_flag=True,
     help="Send the attempts' text as it is (default: content hashed, as OTLP export does).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print what was pushed as JSON.")
+@json_option
 def push_cmd(
     path: Path | None,
     failures: bool,

@@ -42,22 +42,37 @@ from pathlib import Path
 from typing import Any
 
 import click
-from replaygate.replay._bounded import MAX_YAML_BYTES, load_yaml_bounded, read_text_bounded
-from replaygate.replay._candidate import load_config
-from replaygate.replay._errors import ReplayError, RunFileError
-from replaygate.replay._fingerprint import judge_identity
-from replaygate.replay._journal import journal_path, read_journal_fingerprint, restore_journal
-from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
-from replaygate.replay._merge import merge_runs
-from replaygate.replay._progress import ProgressLines
-from replaygate.replay._run_summary import error_lines, summary_headline, summary_lines
-from replaygate.replay._runfile import RunFile, load_run, save_run
-from replaygate.replay._runner import run_suite
-from replaygate.replay._scenario import load_scenarios
-from replaygate.replay._selection import HOLDOUT_TIERS, select_scenarios
-from replaygate.replay._shard import parse_shard
-from replaygate.replay._simulator import create_simulator
+from replaygate.replay import (
+    HOLDOUT_TIERS,
+    MAX_YAML_BYTES,
+    Judge,
+    ProgressLines,
+    ReplayError,
+    RunFile,
+    RunFileError,
+    create_judges,
+    create_simulator,
+    error_lines,
+    journal_path,
+    judge_identity,
+    judges_from_fingerprint,
+    load_config,
+    load_run,
+    load_scenarios,
+    load_yaml_bounded,
+    merge_runs,
+    parse_shard,
+    read_journal_fingerprint,
+    read_text_bounded,
+    restore_journal,
+    run_suite,
+    save_run,
+    select_scenarios,
+    summary_headline,
+    summary_lines,
+)
 
+from replaygate.cli._options import echo_json, json_option, judge_timeout_option
 from replaygate.cli._outputs import keep_or_refuse, refuse_input_as_output
 from replaygate.golden import resolve_golden_dir
 
@@ -127,7 +142,7 @@ def _num(value: float) -> str:
 
 def _retrieval_lines(run: RunFile) -> list[str]:
     """The retrieval section of the run summary: mean and per-scenario metrics, the threshold's effect."""
-    report = run.summary.get("retrieval")  # computed by summarize_attempts with the rest of the summary
+    report = run.summary.retrieval  # computed by summarize_attempts with the rest of the summary
     if report is None:
         return []
     m = report["mean"]
@@ -198,13 +213,7 @@ def _default_out() -> Path:
 @click.option(
     "--judge-base-url", default=None, help="OpenAI-compatible base URL [env REPLAYGATE_JUDGE_BASE_URL]."
 )
-@click.option(
-    "--judge-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
-    show_default=True,
-    help="LLM judge request timeout (s).",
-)
+@judge_timeout_option()
 @click.option(
     "--simulator",
     "simulator_kind",
@@ -241,6 +250,7 @@ def _default_out() -> Path:
     is_flag=True,
     help="Do not write the run's artifacts file (<out dir>/<run id>/artifacts.jsonl).",
 )
+@json_option
 def run_cmd(
     target: str,
     config_path: str | None,
@@ -268,6 +278,7 @@ def run_cmd(
     progress_every: float,
     shard: str | None,
     no_artifacts: bool,
+    as_json: bool,
 ) -> None:
     """Replay the golden set against a candidate (target + configuration) and write a run file."""
     if shard is not None:
@@ -351,7 +362,7 @@ def run_cmd(
             err=True,
         )
         raise click.Abort() from None
-    _report(run, out_path, quiet=quiet)
+    _report(run, out_path, quiet=quiet, as_json=as_json)
 
 
 def _progress(kind: str, every_s: float, quiet: bool) -> bool | ProgressLines:
@@ -363,21 +374,33 @@ def _progress(kind: str, every_s: float, quiet: bool) -> bool | ProgressLines:
     return ProgressLines(every_s)
 
 
-def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
-    """Print a run's summary (errors first); exit 1 when any attempt errored."""
+def _report(run: RunFile, out_path: Path, *, quiet: bool, as_json: bool = False) -> None:
+    """Print a run's summary (errors first), or its ``--json`` document; exit 1 when any attempt errored."""
     summary = run.summary
-    if quiet:  # the headline, and the errors: CI logs must say what broke
+    lines: list[str] = []
+    if as_json:
+        echo_json(
+            "run",
+            {
+                "run_id": run.run_id,
+                "run_file": str(out_path),
+                "exit_code": RUN_ERRORED if summary.errors else 0,
+                "summary": summary.model_dump(mode="json"),
+            },
+        )
+    elif quiet:  # the headline, and the errors: CI logs must say what broke
         lines = [summary_headline(summary), *error_lines(summary)]
     else:
         lines = summary_lines(summary) + _retrieval_lines(run)
     for line in lines:
         click.echo(line)
-    if not quiet:
+    if not quiet and not as_json:
         click.echo(f"run file: {out_path}")
-    if summary["errors"]:
+    if summary.errors:
         click.echo(
-            f"error: {summary['errors']} of {summary['attempts']} attempts errored "
-            "(target raised, timed out, returned bad output, or a judge failed); see ERRORS above",
+            f"error: {summary.errors} of {summary.attempts} attempts errored "
+            "(target raised, timed out, returned bad output, or a judge failed); "
+            + ("see the summary's errors" if as_json else "see ERRORS above"),
             err=True,
         )
         # SystemExit, not click's Exit: in non-standalone mode click turns Exit into a return value.
@@ -389,7 +412,8 @@ def _report(run: RunFile, out_path: Path, *, quiet: bool) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
 @click.option("--force", is_flag=True, help="Replace an existing OUT (kept as OUT.bak).")
-def merge_cmd(out: str, files: tuple[str, ...], quiet: bool, force: bool) -> None:
+@json_option
+def merge_cmd(out: str, files: tuple[str, ...], quiet: bool, force: bool, as_json: bool) -> None:
     """Merge the run files of every shard of one run into OUT (exit 1 when any attempt errored).
 
     OUT may not be one of the FILES; an existing OUT needs --force.
@@ -398,12 +422,12 @@ def merge_cmd(out: str, files: tuple[str, ...], quiet: bool, force: bool) -> Non
     run = merge_runs(list(files))
     keep_or_refuse(Path(out), force=force, what="run file")
     save_run(run, out)
-    _report(run, Path(out), quiet=quiet)
+    _report(run, Path(out), quiet=quiet, as_json=as_json)
 
 
 @click.command("fingerprint")
 @click.argument("run_file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the fingerprint as JSON.")
+@json_option
 def fingerprint_cmd(run_file: str, as_json: bool) -> None:
     """Print the fingerprint a run was recorded with."""
     run = load_run(run_file)

@@ -15,15 +15,18 @@ import sys
 from typing import Any
 
 import click
-from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario, scenario_json_schema
-from replaygate.replay._selection import HOLDOUT_TIERS
+from replaygate.replay import HOLDOUT_TIERS, ORIGINS, STATES, TIERS, dump_scenario, scenario_json_schema
 
+from replaygate.cli._options import json_option, store_option
 from replaygate.cli._run import _parse_tags
 from replaygate.cli._traces import is_store_source, open_traces, source_option
 from replaygate.golden import (
+    GoldenError,
     GoldenSet,
     Promotion,
     accept_changes,
+    create_scenario_file,
+    default_author,
     freeze_conversation,
     import_csv,
     lint,
@@ -34,10 +37,8 @@ from replaygate.golden import (
     quarantine,
     reactivate,
     retire,
+    scaffold_scenario,
 )
-from replaygate.golden._errors import GoldenError
-from replaygate.golden._lifecycle import default_author
-from replaygate.golden._scaffold import create_scenario_file, scaffold_scenario
 
 __all__ = ["register"]
 
@@ -70,7 +71,7 @@ def scenarios_group() -> None:
 @scenarios_group.command("lint")
 @_golden_option
 @click.option("--update-lock", is_flag=True, help="First accept changes that carry a changelog entry.")
-@click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
+@json_option
 def lint_cmd(golden: str | None, update_lock: bool, as_json: bool) -> None:
     """Report every problem with file:line and what to do; exit 1 when there is an error."""
     gs = GoldenSet(golden)
@@ -160,7 +161,7 @@ def lock_cmd(golden: str | None, allow_removed: bool) -> None:
     "--status", "statuses", multiple=True, type=click.Choice(STATES), help="Default: all but retired."
 )
 @click.option("--origin", "origins", multiple=True, type=click.Choice(ORIGINS))
-@click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
+@json_option
 def list_cmd(
     golden: str | None,
     tier: str | None,
@@ -292,11 +293,11 @@ def import_csv_cmd(csv_file: str, owner: str | None, golden: str | None, author:
 @click.option(
     "--id", "scenario_id", default=None, help="Scenario id (default: slug of the last turn + trace)."
 )
-@click.option("--store", default=None, help="Trace store [env REPLAYGATE_STORE; .replaygate/replaygate.db].")
+@store_option
 @source_option
 @_golden_option
 @_author_option
-@click.option("--json", "as_json", is_flag=True, help="Print {id, path, created} as JSON.")
+@json_option
 def promote_cmd(
     trace_id: str,
     owner: str,

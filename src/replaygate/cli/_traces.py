@@ -39,14 +39,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
-from replaygate.instrumentation import ReplaygateError
-from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
+from replaygate.instrumentation import FAILURE_REASONS, ReplaygateError, SpanRecord, TraceRecord
+from replaygate.instrumentation import semconv as sc
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from replaygate.cli._options import json_option, store_option
 from replaygate.store import TraceStore
 
 __all__ = [
@@ -209,20 +209,6 @@ def source_option(fn: F) -> F:
 
 def _emit_json(data: dict[str, Any]) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
-def _store_option(fn: F) -> F:
-    return click.option(
-        "--store",
-        metavar="PATH",
-        default=None,
-        help="Trace store file or sqlite:///path URL "
-        "[default: $REPLAYGATE_STORE or .replaygate/replaygate.db].",
-    )(fn)
-
-
-def _json_option(fn: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print stable JSON (format_version 1).")(fn)
 
 
 def _limit_option(fn: F) -> F:
@@ -411,7 +397,7 @@ def register(group: click.Group) -> None:
     """Add ``traces``, ``trace`` and ``failures`` to the root group."""
 
     @group.command("traces")
-    @_store_option
+    @store_option
     @source_option
     @_limit_option
     @click.option("--session", metavar="ID", default=None, help="Only traces of this session/conversation.")
@@ -419,7 +405,7 @@ def register(group: click.Group) -> None:
     @click.option(
         "--since", metavar="WHEN", default=None, help="Only traces since 30m, 2h, 1d or an ISO time."
     )
-    @_json_option
+    @json_option
     def traces(
         store: str | None,
         source: str | None,
@@ -439,9 +425,9 @@ def register(group: click.Group) -> None:
 
     @group.command("trace")
     @click.argument("trace_id")
-    @_store_option
+    @store_option
     @source_option
-    @_json_option
+    @json_option
     def trace(trace_id: str, store: str | None, source: str | None, as_json: bool) -> None:
         """Show one trace (full id or a unique prefix): turns, answers, span tree, chunks, calls, feedback."""
         with open_traces(store, source) as trace_store:
@@ -458,7 +444,7 @@ def register(group: click.Group) -> None:
                 _show_trace(record)
 
     @group.command("failures")
-    @_store_option
+    @store_option
     @source_option
     @click.option(
         "--reason",
@@ -471,7 +457,7 @@ def register(group: click.Group) -> None:
         "--since", metavar="WHEN", default=None, help="Only failures since 30m, 2h, 1d or an ISO time."
     )
     @_limit_option
-    @_json_option
+    @json_option
     def failures(
         store: str | None,
         source: str | None,

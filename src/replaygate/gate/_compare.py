@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replaygate.replay._runfile import Attempt, RunFile, ScenarioEntry
+from replaygate.replay import Attempt, RunFile, ScenarioEntry
 
 from replaygate.gate._comparison_model import (
     Change,

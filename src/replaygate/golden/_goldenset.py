@@ -27,9 +27,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from replaygate.replay._filelock import LockBusyError, exclusive_lock
-from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario, scenario_files
-from replaygate.replay._scenario_io import write_atomic
+from replaygate.replay import (
+    LockBusyError,
+    Scenario,
+    dump_scenario,
+    exclusive_lock,
+    load_scenario,
+    scenario_files,
+    write_atomic,
+)
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._index import IndexEntry, index_entry, read_index, verified_index
@@ -114,7 +120,7 @@ class GoldenSet:
 
     def load(self, skip: Collection[Path] = ()) -> list[Scenario]:
         """Every scenario (but the files in ``skip``), sorted by id; invalid files raise one error."""
-        from replaygate.replay._scenario import load_scenarios
+        from replaygate.replay import load_scenarios
 
         if not self.path.is_dir():
             raise GoldenError(f"{self.path}: no golden-set directory; create it or pass --golden DIR")

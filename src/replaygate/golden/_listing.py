@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from replaygate.replay._scenario import Scenario
-from replaygate.replay._selection import DEFAULT_STATUSES, HOLDOUT_TIERS, counts_in_gate, select_scenarios
+from replaygate.replay import HOLDOUT_TIERS, Scenario, counts_in_gate, select_scenarios
 
 from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._index import IndexEntry
@@ -53,14 +52,14 @@ def list_golden(
     files = golden.files()
     stems = [f.stem for f in files]
     index = golden.index() if len(set(stems)) == len(stems) else {}  # two files, one id: read them all
-    states = DEFAULT_STATUSES if statuses is None else frozenset(statuses)
+    states = None if statuses is None else frozenset(statuses)  # None: select_scenarios' default decides
     wanted = dict(tags or {})
 
     def ruled_out(e: IndexEntry) -> bool:  # each condition is one select_scenarios applies
         return (
             (e.holdout and tier not in HOLDOUT_TIERS)
             or (tier is not None and tier not in e.tiers)
-            or e.state not in states
+            or (states is not None and e.state not in states)
             or (origins is not None and e.origin not in origins)
             or any(e.tags.get(k) != v for k, v in wanted.items())
         )

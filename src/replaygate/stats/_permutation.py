@@ -121,7 +121,11 @@ def _power(law: NDArray[np.float64], times: int) -> NDArray[np.float64]:
 
 
 def _exact_p(
-    sb: NDArray[np.int64], nb: NDArray[np.int64], sh: NDArray[np.int64], nh: NDArray[np.int64]
+    sb: NDArray[np.int64],
+    nb: NDArray[np.int64],
+    sh: NDArray[np.int64],
+    nh: NDArray[np.int64],
+    limit: int = _MAX_LATTICE,
 ) -> float | None:
     """Exact two-sided p-value by convolving per-scenario hypergeometric laws; None when too large.
 
@@ -148,7 +152,7 @@ def _exact_p(
     if not laws:
         return 1.0
     span = sum((len(p) - 1) * (st // step_gcd) * times for _, st, times, p in laws)
-    if span > _MAX_LATTICE:
+    if span > limit:
         return None
     pmf = np.array([1.0])
     offset = 0  # integer value of pmf[0]
@@ -172,6 +176,8 @@ def paired_permutation_test(
     seed: int = 0,
     confidence: float = 0.95,
     n_bootstrap: int = 2_000,
+    *,
+    exact_limit: int | None = None,
 ) -> PermutationResult:
     """Test whether head's pass rates differ from base's, scenario by scenario.
 
@@ -182,6 +188,8 @@ def paired_permutation_test(
         seed: seed of the random generator (permutations and bootstrap).
         confidence: level of the bootstrap interval for the delta.
         n_bootstrap: within-scenario bootstrap resamples.
+        exact_limit: the largest lattice of deltas the exact path convolves (0: always Monte Carlo;
+            None: the built-in limit, 4,000,000).
 
     Returns:
         The mean per-scenario delta (head - base), a two-sided p-value and a bootstrap interval.
@@ -189,7 +197,7 @@ def paired_permutation_test(
     sb, nb, sh, nh = _arrays(base, head)
     rng = np.random.default_rng(seed)
     delta = float((sh / nh - sb / nb).mean())
-    p_exact = _exact_p(sb, nb, sh, nh)
+    p_exact = _exact_p(sb, nb, sh, nh, _MAX_LATTICE if exact_limit is None else exact_limit)
     if p_exact is not None:
         p_value, exact, used = p_exact, True, 0
     else:

@@ -6,9 +6,9 @@ import atexit
 import base64
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -19,10 +19,18 @@ from replaygate.instrumentation._errors import InstrumentationError
 from replaygate.instrumentation._export import ExportSink, Pipeline, Slot
 from replaygate.instrumentation._health import HEALTH, fault
 from replaygate.instrumentation._redaction import Redactor
-from replaygate.instrumentation._semconv import SCHEMA_URL
-from replaygate.instrumentation._settings import UNSET, Settings, resolve_settings
+from replaygate.instrumentation._settings import (
+    ConfigureOptions,
+    Settings,
+    check_option_names,
+    resolve_settings,
+)
 from replaygate.instrumentation._state import SCOPE, STATE, Instrumentation
+from replaygate.instrumentation.semconv import SCHEMA_URL
 from replaygate.instrumentation.version import __version__
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Instrumentation", "configure", "health", "shutdown"]
 
@@ -155,32 +163,10 @@ def _sinks(
 
 def configure(
     *,
-    service_name: str | None = None,
-    service_version: str | None = None,
-    environment: str | None = None,
-    project: str | None = None,
-    store: str | os.PathLike[str] | bool | None = UNSET,
-    otlp_endpoint: str | bool | None = None,
-    otlp_protocol: str | None = None,
-    otlp_headers: str | Mapping[str, str] | None = None,
-    otlp_timeout_s: float | None = None,
-    langfuse: bool | None = None,
-    langfuse_public_key: str | None = None,
-    langfuse_secret_key: str | None = None,
-    langfuse_host: str | None = None,
-    capture_content: bool | None = None,
-    otlp_capture_content: bool | None = None,
-    langfuse_capture_content: bool | None = None,
-    redact: Sequence[str] = (),
-    redact_defaults: bool | None = None,
-    sample_ratio: float | None = None,
     tracer_provider: TracerProvider | None = None,
     exporters: Sequence[SpanExporter] = (),
-    max_queue_size: int | None = None,
-    max_batch_size: int | None = None,
-    schedule_delay_s: float | None = None,
-    shutdown_timeout_s: float | None = None,
     default: bool = True,
+    **options: Unpack[ConfigureOptions],
 ) -> Instrumentation:
     """Set up where spans go; may be called again (the last call wins).
 
@@ -190,6 +176,9 @@ def configure(
     Returns the :class:`Instrumentation` handle (its provider, pipeline, settings, ``health()``,
     ``shutdown()``, ``activate()``). With ``default=False`` the handle does not replace the default one:
     its exporters run beside it, and decorators use it only inside ``with handle.activate():``.
+
+    The options (every keyword but ``tracer_provider``, ``exporters`` and ``default``) are declared once,
+    in :class:`ConfigureOptions`, which ``resolve_settings`` takes too.
 
     Args:
         service_name: ``service.name`` of a provider replaygate creates (env ``OTEL_SERVICE_NAME``).
@@ -226,32 +215,8 @@ def configure(
         InstrumentationError: an option or environment variable is invalid, or an exporter package is missing.
     """
     global _atexit_registered
-    settings = resolve_settings(
-        env=os.environ,
-        service_name=service_name,
-        service_version=service_version,
-        environment=environment,
-        project=project,
-        store=store,
-        otlp_endpoint=otlp_endpoint,
-        otlp_protocol=otlp_protocol,
-        otlp_headers=otlp_headers,
-        otlp_timeout_s=otlp_timeout_s,
-        langfuse=langfuse,
-        langfuse_public_key=langfuse_public_key,
-        langfuse_secret_key=langfuse_secret_key,
-        langfuse_host=langfuse_host,
-        capture_content=capture_content,
-        otlp_capture_content=otlp_capture_content,
-        langfuse_capture_content=langfuse_capture_content,
-        redact=redact,
-        redact_defaults=redact_defaults,
-        sample_ratio=sample_ratio,
-        max_queue_size=max_queue_size,
-        max_batch_size=max_batch_size,
-        schedule_delay_s=schedule_delay_s,
-        shutdown_timeout_s=shutdown_timeout_s,
-    )
+    check_option_names("configure", options)
+    settings = resolve_settings(env=os.environ, **options)
     if settings.store is not None:  # resolved now: a later chdir does not move the store
         settings = replace(settings, store=absolute_store(settings.store))
     redactor = Redactor(settings.redact, defaults=settings.redact_defaults)

@@ -10,13 +10,26 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import unquote
 
 from replaygate.instrumentation._errors import InstrumentationError
 from replaygate.instrumentation._store_db import DEFAULT_STORE
 
-__all__ = ["DEFAULT_STORE", "LANGFUSE_OTEL_PATH", "Settings", "UNSET", "parse_headers", "resolve_settings"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "DEFAULT_STORE",
+    "LANGFUSE_OTEL_PATH",
+    "OPTION_NAMES",
+    "UNSET",
+    "ConfigureOptions",
+    "Settings",
+    "check_option_names",
+    "parse_headers",
+    "resolve_settings",
+]
 
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"
 LANGFUSE_OTEL_PATH = "/api/public/otel/v1/traces"
@@ -187,36 +200,52 @@ def _otlp_endpoint(explicit: Any, protocol: str, env: Mapping[str, str]) -> str 
     return base if protocol == "grpc" else base.rstrip("/") + "/v1/traces"
 
 
-def resolve_settings(
-    *,
-    env: Mapping[str, str],
-    service_name: str | None = None,
-    service_version: str | None = None,
-    environment: str | None = None,
-    project: str | None = None,
-    store: Any = UNSET,
-    otlp_endpoint: Any = None,
-    otlp_protocol: str | None = None,
-    otlp_headers: str | Mapping[str, str] | None = None,
-    otlp_timeout_s: float | None = None,
-    langfuse: bool | None = None,
-    langfuse_public_key: str | None = None,
-    langfuse_secret_key: str | None = None,
-    langfuse_host: str | None = None,
-    capture_content: bool | None = None,
-    otlp_capture_content: bool | None = None,
-    langfuse_capture_content: bool | None = None,
-    redact: Sequence[str] = (),
-    redact_defaults: bool | None = None,
-    sample_ratio: float | None = None,
-    max_queue_size: int | None = None,
-    max_batch_size: int | None = None,
-    schedule_delay_s: float | None = None,
-    shutdown_timeout_s: float | None = None,
-) -> Settings:
-    """Resolve ``configure``'s arguments against ``env`` (see the package docstring for the variables)."""
+class ConfigureOptions(TypedDict, total=False):
+    """The options of ``configure`` and ``resolve_settings``, declared once (see ``configure`` for each).
+
+    Every option left out (or None) falls back to its environment variable, then to its default.
+    """
+
+    service_name: str | None
+    service_version: str | None
+    environment: str | None
+    project: str | None
+    store: str | os.PathLike[str] | bool | None
+    otlp_endpoint: str | bool | None
+    otlp_protocol: str | None
+    otlp_headers: str | Mapping[str, str] | None
+    otlp_timeout_s: float | None
+    langfuse: bool | None
+    langfuse_public_key: str | None
+    langfuse_secret_key: str | None
+    langfuse_host: str | None
+    capture_content: bool | None
+    otlp_capture_content: bool | None
+    langfuse_capture_content: bool | None
+    redact: Sequence[str]
+    redact_defaults: bool | None
+    sample_ratio: float | None
+    max_queue_size: int | None
+    max_batch_size: int | None
+    schedule_delay_s: float | None
+    shutdown_timeout_s: float | None
+
+
+OPTION_NAMES: frozenset[str] = frozenset(ConfigureOptions.__annotations__)
+
+
+def check_option_names(function: str, given: Mapping[str, object]) -> None:
+    """Refuse a keyword that is not an option, as Python does for a misspelt keyword argument."""
+    unknown = sorted(set(given) - OPTION_NAMES)
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+def resolve_settings(*, env: Mapping[str, str], **options: Unpack[ConfigureOptions]) -> Settings:
+    """Resolve ``configure``'s options against ``env`` (see the package docstring for the variables)."""
+    check_option_names("resolve_settings", options)
     protocol = (
-        otlp_protocol
+        options.get("otlp_protocol")
         or env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
         or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or "http/protobuf"
@@ -226,17 +255,23 @@ def resolve_settings(
             f"OTLP protocol {protocol!r} is not supported; use 'http/protobuf' or 'grpc' "
             "(argument otlp_protocol or OTEL_EXPORTER_OTLP_PROTOCOL)"
         )
-    headers = parse_headers(otlp_headers, "otlp_headers") if otlp_headers is not None else {}
-    if otlp_headers is None:
+    given_headers = options.get("otlp_headers")
+    headers = parse_headers(given_headers, "otlp_headers") if given_headers is not None else {}
+    if given_headers is None:
         for var in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
             headers.update(parse_headers(env.get(var), var))
 
-    public = langfuse_public_key or env.get("LANGFUSE_PUBLIC_KEY") or None
-    secret = langfuse_secret_key or env.get("LANGFUSE_SECRET_KEY") or None
-    host = langfuse_host or env.get("LANGFUSE_HOST") or env.get("LANGFUSE_BASE_URL") or LANGFUSE_DEFAULT_HOST
-    if langfuse is False:
+    public = options.get("langfuse_public_key") or env.get("LANGFUSE_PUBLIC_KEY") or None
+    secret = options.get("langfuse_secret_key") or env.get("LANGFUSE_SECRET_KEY") or None
+    host = (
+        options.get("langfuse_host")
+        or env.get("LANGFUSE_HOST")
+        or env.get("LANGFUSE_BASE_URL")
+        or LANGFUSE_DEFAULT_HOST
+    )
+    if options.get("langfuse") is False:
         public = secret = None
-    elif bool(public) != bool(secret) or (langfuse and not public):
+    elif bool(public) != bool(secret) or (options.get("langfuse") and not public):
         raise InstrumentationError(
             "Langfuse export needs both a public and a secret key: set LANGFUSE_PUBLIC_KEY and "
             "LANGFUSE_SECRET_KEY (or langfuse_public_key= and langfuse_secret_key=)"
@@ -244,13 +279,13 @@ def resolve_settings(
     if not host.startswith(("http://", "https://")):
         raise InstrumentationError(f"Langfuse host {host!r} must be an http(s) URL (LANGFUSE_HOST)")
 
-    ratio = _number("REPLAYGATE_SAMPLE_RATIO", sample_ratio, env, 1.0)
+    ratio = _number("REPLAYGATE_SAMPLE_RATIO", options.get("sample_ratio"), env, 1.0)
     if not 0.0 <= ratio <= 1.0:
         raise InstrumentationError(f"sample ratio {ratio} must be between 0 and 1 (REPLAYGATE_SAMPLE_RATIO)")
-    queue = int(_number("REPLAYGATE_QUEUE_SIZE", max_queue_size, env, 2048))
-    batch = int(_number("REPLAYGATE_BATCH_SIZE", max_batch_size, env, 512))
-    delay = _number("REPLAYGATE_SCHEDULE_DELAY", schedule_delay_s, env, 1.0)
-    shutdown_timeout = _number("REPLAYGATE_SHUTDOWN_TIMEOUT", shutdown_timeout_s, env, 5.0)
+    queue = int(_number("REPLAYGATE_QUEUE_SIZE", options.get("max_queue_size"), env, 2048))
+    batch = int(_number("REPLAYGATE_BATCH_SIZE", options.get("max_batch_size"), env, 512))
+    delay = _number("REPLAYGATE_SCHEDULE_DELAY", options.get("schedule_delay_s"), env, 1.0)
+    shutdown_timeout = _number("REPLAYGATE_SHUTDOWN_TIMEOUT", options.get("shutdown_timeout_s"), env, 5.0)
     max_chars = int(_number("REPLAYGATE_MAX_TEXT_CHARS", None, env, 32768))
     for label, value in (("queue size", queue), ("batch size", batch), ("max text chars", max_chars)):
         if value < 1:
@@ -259,23 +294,27 @@ def resolve_settings(
         raise InstrumentationError("schedule delay must be > 0 and shutdown timeout >= 0 (seconds)")
 
     return Settings(
-        service_name=service_name or env.get("OTEL_SERVICE_NAME") or None,
-        service_version=service_version or env.get("REPLAYGATE_SERVICE_VERSION") or None,
-        environment=environment or env.get("REPLAYGATE_ENVIRONMENT") or None,
-        project=project or env.get("PHOENIX_PROJECT_NAME") or None,
-        store=_store(store, env),
-        otlp_endpoint=_otlp_endpoint(otlp_endpoint, protocol, env),
+        service_name=options.get("service_name") or env.get("OTEL_SERVICE_NAME") or None,
+        service_version=options.get("service_version") or env.get("REPLAYGATE_SERVICE_VERSION") or None,
+        environment=options.get("environment") or env.get("REPLAYGATE_ENVIRONMENT") or None,
+        project=options.get("project") or env.get("PHOENIX_PROJECT_NAME") or None,
+        store=_store(options.get("store", UNSET), env),
+        otlp_endpoint=_otlp_endpoint(options.get("otlp_endpoint"), protocol, env),
         otlp_protocol=protocol,
         otlp_headers=headers,
-        otlp_timeout_s=otlp_timeout_s,
+        otlp_timeout_s=options.get("otlp_timeout_s"),
         langfuse_public_key=public,
         langfuse_secret_key=secret,
         langfuse_host=host,
-        capture_store=_bool("REPLAYGATE_CAPTURE_CONTENT", capture_content, env, True),
-        capture_otlp=_bool("REPLAYGATE_OTLP_CAPTURE_CONTENT", otlp_capture_content, env, False),
-        capture_langfuse=_bool("REPLAYGATE_LANGFUSE_CAPTURE_CONTENT", langfuse_capture_content, env, False),
-        redact=_redact_patterns(redact, env),
-        redact_defaults=_bool("REPLAYGATE_REDACT_DEFAULTS", redact_defaults, env, True),
+        capture_store=_bool("REPLAYGATE_CAPTURE_CONTENT", options.get("capture_content"), env, True),
+        capture_otlp=_bool(
+            "REPLAYGATE_OTLP_CAPTURE_CONTENT", options.get("otlp_capture_content"), env, False
+        ),
+        capture_langfuse=_bool(
+            "REPLAYGATE_LANGFUSE_CAPTURE_CONTENT", options.get("langfuse_capture_content"), env, False
+        ),
+        redact=_redact_patterns(options.get("redact", ()), env),
+        redact_defaults=_bool("REPLAYGATE_REDACT_DEFAULTS", options.get("redact_defaults"), env, True),
         sample_ratio=ratio,
         max_queue_size=queue,
         max_batch_size=min(batch, queue),

@@ -10,20 +10,20 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from replaygate.replay._bounded import (
-    check_format_version,
-    load_json_bounded,
-    validation_summary,
-)
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field
+from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
 from replaygate.replay._errors import RunFileError
+from replaygate.replay._run_summary_model import RunSummary
+from replaygate.replay._versioned import Upgrade, parse_versioned
 
 __all__ = [
     "RUN_FORMAT_VERSION",
+    "RUN_UPGRADES",
     "Attempt",
     "AttemptStatus",
     "CheckResult",
@@ -35,6 +35,8 @@ __all__ = [
     "RunFile",
     "ScenarioEntry",
     "attempt_digest",
+    "attempt_json",
+    "bare_digest",
     "attempts_digest",
     "content_hash",
     "digest_of",
@@ -173,7 +175,7 @@ class RunFile(_Model):
     attempts: list[Attempt]
     shard: str | None = None  # "i/n" when this file is one shard
     policy: dict[str, Any] | None = None  # the gate policy as parsed when the run started
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: RunSummary = Field(default_factory=RunSummary)  # summarize_attempts; older files: see RunSummary
     attempts_digest: str | None = None  # written by save_run; load_run refuses a file whose attempts differ
 
     def attempts_for(self, scenario_id: str) -> list[Attempt]:
@@ -194,6 +196,25 @@ def attempt_digest(attempt: Attempt) -> str:
     """The sha256 (hex) of one attempt's JSON, without its ``artifact_path`` (a best-effort pointer)."""
     text = attempt.model_dump_json(exclude={"artifact_path"})
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_STARTED = ',"started":'
+_ATTEMPTS_OPEN = '"attempts": [\n'
+
+
+def attempt_json(attempt: Attempt) -> tuple[str, str]:
+    """The attempt's JSON (``model_dump_json()``) and its :func:`attempt_digest`, serialized once.
+
+    The JSON without ``artifact_path`` is hashed; the full JSON is that text with the field put back
+    before ``started`` (the field that follows it: only ``conversation``, whose turns have fixed keys,
+    comes after, so the last ``,"started":`` is the attempt's own).
+    """
+    bare = attempt.model_dump_json(exclude={"artifact_path"})
+    digest = hashlib.sha256(bare.encode("utf-8")).hexdigest()
+    at = bare.rfind(_STARTED)
+    path = attempt.artifact_path
+    field = '"artifact_path":' + (pydantic_core.to_json(path).decode("utf-8") if path is not None else "null")
+    return f"{bare[: at + 1]}{field},{bare[at + 1 :]}", digest
 
 
 def attempts_digest(digests: Iterable[str]) -> str:
@@ -219,26 +240,84 @@ def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]]
     return attempts_digest(one(a) for a in run.attempts)
 
 
+def _free_form(run: RunFile) -> Iterator[tuple[Any, int]]:
+    """The run file's free-form values and their depths (root 0), for the nesting limit."""
+    yield run.policy, 1
+    summary: Any = run.summary
+    yield (summary.model_dump() if isinstance(summary, BaseModel) else summary), 1
+    yield run.fingerprint.simulator, 2
+    for attempt in run.attempts:
+        for judge in attempt.judges:
+            for claim in judge.claims:
+                yield claim, 6  # run > attempts > attempt > judges > judge > claims > claim
+
+
+#: Older run-file layouts this replaygate reads, by version (none yet: version 1 is the first).
+RUN_UPGRADES: Final[dict[int | None, Upgrade]] = {}
+
+
+def bare_digest(text: str) -> str | None:
+    """The :func:`attempt_digest` of an attempt from its JSON as written (``model_dump_json`` layout).
+
+    The text without its ``artifact_path`` field is hashed; None when the field cannot be found. Equal to
+    the recorded digest only for the very text that was hashed when the attempt was written.
+    """
+    i = text.rfind(',"artifact_path":')
+    j = text.find(_STARTED, i) if i >= 0 else -1
+    if j < 0:
+        return None
+    return hashlib.sha256((text[:i] + text[j:]).encode("utf-8")).hexdigest()
+
+
+def _line_digests(text: str, count: int) -> list[str] | None:
+    """The :func:`attempt_digest` of each attempt line of a run file as :func:`dump_run` lays it out.
+
+    Hashes the lines as they are (without their ``artifact_path``) instead of serializing each attempt
+    again; None when the text is not laid out that way (the caller then serializes each attempt).
+    """
+    at = text.rfind(_ATTEMPTS_OPEN)
+    if at < 0:
+        return None
+    lines = text[at + len(_ATTEMPTS_OPEN) :].split("\n")
+    body = [line.strip() for line in lines[:count]]
+    if len(body) != count:
+        return None
+    digests = []
+    for number, line in enumerate(body, start=1):
+        digest = bare_digest(line[:-1] if number < count and line.endswith(",") else line)
+        if digest is None:
+            return None
+        digests.append(digest)
+    return digests
+
+
 def load_run(path: str | os.PathLike[str]) -> RunFile:
     """Read a run file; a missing, unreadable, invalid or edited file raises :class:`RunFileError`.
 
     The attempts must match the digest recorded when the file was written: an attempt edited, added or
-    removed afterwards is refused.
+    removed afterwards is refused. Read in one pass (:func:`load_versioned`); the digest is checked
+    on the attempt lines as written, and by serializing each attempt again only when those differ.
     """
     p = Path(path)
-    raw = load_json_bounded(p, what="run file", error=RunFileError)
-    if not isinstance(raw, dict):
-        raise RunFileError(f"{p}: a run file is a JSON object")
-    check_format_version(raw, RUN_FORMAT_VERSION, p, "run file", RunFileError)
-    try:
-        run = RunFile.model_validate(raw)
-    except ValidationError as exc:
-        raise RunFileError(f"{p}: invalid run file: {validation_summary(exc)}") from None
+    text = read_text_bounded(p, what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+    run = parse_versioned(
+        text,
+        p,
+        RunFile,
+        version=RUN_FORMAT_VERSION,
+        what="run file",
+        error=RunFileError,
+        upgrades=RUN_UPGRADES,
+        free_form=_free_form,
+    )
     if run.attempts_digest is None:
         raise RunFileError(
             f"{p}: the run file records no attempts digest (written by an older replaygate or edited); "
             "re-run it"
         )
+    quick = _line_digests(text, len(run.attempts))
+    if quick is not None and attempts_digest(quick) == run.attempts_digest:
+        return run
     actual = digest_of(run)
     if actual != run.attempts_digest:
         raise RunFileError(
