@@ -172,7 +172,7 @@ def main() -> int:
                     artifacts=artifacts,
                 )
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+                assert run.summary.passes == attempts, run.summary.error_attempts[:3]
                 ratios[name].append(wall / ideal)
                 print(
                     f"round {rnd + 1} {name:28s} wall {wall:.3f}s  ideal {ideal:.3f}s  "

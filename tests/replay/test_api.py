@@ -44,6 +44,10 @@ EXPECTED = {
     "summarize_attempts",
     "summary_headline",
     "summary_lines",
+    "error_lines",
+    "guardrail_summary",
+    "RunSummary",
+    "GuardrailSummary",
     # run file
     "RUN_FORMAT_VERSION",
     "Attempt",
@@ -121,7 +125,6 @@ EXPECTED = {
     "calibrate_judge",
     "check_format_version",
     "digest_of",
-    "error_lines",
     "exclusive_lock",
     "judge_identity",
     "load_config",

@@ -105,6 +105,15 @@ class State:
     def max_chars(self, value: int) -> None:
         self._max_chars = value
 
+    def active_tracer_and_limit(self) -> tuple[trace.Tracer | None, int]:
+        """``active_tracer()`` and ``max_chars`` at once (one context-variable read on the hot path)."""
+        handle = ACTIVE.get()
+        if handle is not None:
+            return handle.tracer, handle.max_chars
+        if self.configured or self._global_real:
+            return self.tracer, self._max_chars
+        return self.active_tracer(), self._max_chars
+
     def active_tracer(self) -> trace.Tracer | None:
         """The tracer to use now, or None when no SDK provider exists anywhere (then spans cost nothing)."""
         handle = ACTIVE.get()

@@ -133,6 +133,10 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
         expected_id: when given, the scenario's ``id`` must equal it (the file stem).
     """
     data, node = load_yaml_bounded(text, source, ScenarioError)  # no aliases, bounded depth
+    if isinstance(data, dict):
+        valid = _valid_scenario(data, expected_id)
+        if valid is not None:
+            return valid  # the common case: nothing to locate, so no walk over the nodes
     if node is None or data is None:
         raise ScenarioError(f"{source}:1: empty scenario file; write a scenario mapping (id, title, ...)")
     if not isinstance(data, dict):
@@ -173,6 +177,20 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
             f"{source}:{marks.line(('id',))}: id {scenario.id!r} differs from the file name {expected_id!r}; "
             f"rename the file or change the id"
         )
+    return scenario
+
+
+def _valid_scenario(data: dict[str, Any], expected_id: str | None) -> Scenario | None:
+    """The scenario when ``data`` is one without any problem, else None (the caller says what is wrong)."""
+    normal, forms, found = normalise_checks(data)
+    if found:
+        return None
+    try:
+        scenario = mark_forms(Scenario.model_validate(normal), forms)
+    except (ValidationError, RecursionError, MemoryError):
+        return None
+    if expected_id is not None and scenario.id != expected_id:
+        return None
     return scenario
 
 
