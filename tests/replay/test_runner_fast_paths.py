@@ -238,6 +238,9 @@ def test_fast_path_refuses_what_the_strict_reader_refuses(tmp_path: Path) -> Non
     nested = edited(out, tmp_path, lambda d: d.update(policy={"deep": deep}), "deep.json")
     with pytest.raises(RunFileError, match="nested deeper than 64"):
         load_run(nested)
+    in_summary = edited(out, tmp_path, lambda d: d["summary"].update(retrieval={"deep": deep}), "deep2.json")
+    with pytest.raises(RunFileError, match="nested deeper than 64"):
+        load_run(in_summary)
     tampered = tmp_path / "tampered.json"
     tampered.write_text(text_.replace('"status":"pass"', '"status":"fail"', 1))
     with pytest.raises(RunFileError, match="edited after the run"):
