@@ -243,8 +243,7 @@ def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]]
 def _free_form(run: RunFile) -> Iterator[tuple[Any, int]]:
     """The run file's free-form values and their depths (root 0), for the nesting limit."""
     yield run.policy, 1
-    summary: Any = run.summary
-    yield (summary.model_dump() if isinstance(summary, BaseModel) else summary), 1
+    yield run.summary.retrieval, 2  # the summary's only free-form part
     yield run.fingerprint.simulator, 2
     for attempt in run.attempts:
         for judge in attempt.judges:
