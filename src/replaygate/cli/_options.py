@@ -71,7 +71,10 @@ def store_option(fn: F) -> F:
 def json_option(fn: F) -> F:
     """``--json`` (parameter ``as_json``)."""
     return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of text (README: JSON output)."
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print JSON for scripts instead of text (README: JSON output).",
     )(fn)
 
 
