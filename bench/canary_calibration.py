@@ -24,11 +24,19 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from replaygate.canary import _machine
-from replaygate.canary._calibration import Arm, Tally, simulate_rollouts, step_arms
-from replaygate.canary._evidence import EvidenceSettings, Limit, evaluate_evidence, tolerances_from_policy
-from replaygate.canary._machine import RolloutState
-from replaygate.canary._outlook import step_outlook
+from replaygate.canary import (
+    Arm,
+    EvidenceSettings,
+    Limit,
+    RolloutState,
+    Tally,
+    evaluate_evidence,
+    simulate_rollouts,
+    start_rollout,
+    step_arms,
+    step_outlook,
+    tolerances_from_policy,
+)
 from replaygate.gate import load_policy
 
 POLICY = Path(__file__).resolve().parent.parent / "examples" / "gate-policy.yaml"
@@ -70,7 +78,7 @@ def _median(value: float | None) -> str:
 
 def _outlook_example(tolerances: Mapping[str, Limit], max_hold: float | None) -> None:
     """What the status says of an equal candidate held at 1%: 3,600 requests an hour, two hours in."""
-    state = _machine.start(
+    state = start_rollout(
         RolloutState(),
         rollout_id="r",
         decision_id="d",

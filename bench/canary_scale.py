@@ -51,8 +51,7 @@ class _Decisions:
 
 
 def fill(url: str, n: int, start_ns: int) -> None:
-    from replaygate.store import TraceStore, upsert
-    from replaygate.store._schema import trace_traces
+    from replaygate.store import TraceStore, trace_traces, upsert
 
     rng = random.Random(n)
     calls = json.dumps([["gpt-4o-mini", "openai", 500, 60]])

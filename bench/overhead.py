@@ -29,7 +29,7 @@ from typing import Any
 import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 
 CALLS = int(os.environ.get("BENCH_CALLS", "2000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "9"))

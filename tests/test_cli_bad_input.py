@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.replay._runfile import save_run
+from replaygate.replay import save_run
 
 from replaygate.cli import main
 from tests.gate.conftest import make_run

@@ -7,7 +7,7 @@ import sys
 import click
 from click.testing import CliRunner
 
-from replaygate.cli._main import COMMANDS, cli
+from replaygate.cli import COMMANDS, cli
 
 
 def test_command_table_matches_the_areas() -> None:

@@ -19,16 +19,21 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay._journal import JournalWriter, read_journal
-from replaygate.replay._runfile import load_run
-from replaygate.replay._runner import run_suite
-from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario
+from replaygate.replay import (
+    JournalWriter,
+    Scenario,
+    dump_scenario,
+    load_run,
+    load_scenario,
+    read_journal,
+    run_suite,
+)
 
-from replaygate.cli._outputs import refuse_other_report
+from replaygate.cli import refuse_other_report
 from replaygate.gate import Policy, gate_runs, load_policy
 from replaygate.golden import parse_csv
 from replaygate.report import load_report, write_reports
-from replaygate.web._config import load_users
+from replaygate.web import load_users
 from tests.gate.conftest import make_run
 
 ROOT = Path(__file__).resolve().parents[1]

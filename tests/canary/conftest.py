@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._records import Chunk, LlmCall, SpanRecord, TraceRecord, TraceSummary
+from replaygate.instrumentation import Chunk, LlmCall, SpanRecord, TraceRecord, TraceSummary
+from replaygate.instrumentation import semconv as sc
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
 from replaygate.gate import SignedDecision

@@ -12,8 +12,7 @@ from click.testing import CliRunner
 from werkzeug.security import check_password_hash
 
 from replaygate.canary import CanaryController
-from replaygate.cli import _canary
-from replaygate.cli._main import cli
+from replaygate.cli import _canary, cli
 
 
 @pytest.fixture

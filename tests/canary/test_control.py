@@ -220,7 +220,7 @@ def test_concurrent_rollback_and_widen_processes(tmp_path: Path) -> None:
 def test_groundedness_is_sampled_with_the_offline_judge(
     make_controller: Callable[..., CanaryController], traces: Any
 ) -> None:
-    from replaygate.instrumentation._records import Chunk
+    from replaygate.instrumentation import Chunk
 
     text = "Orders ship within 2 business days from our Berlin warehouse."
     doc = (Chunk("shipping#1", 0.9, 1, text),)

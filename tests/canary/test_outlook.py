@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from replaygate.canary import CanaryController, parse_plan
-from replaygate.cli import _canary
-from replaygate.cli._main import cli
+from replaygate.cli import _canary, cli
 from replaygate.gate import PolicyError, policy_from_mapping
 
 HOUR_NS = 3600 * 10**9

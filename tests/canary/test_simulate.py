@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from replaygate.instrumentation import _routing
-from replaygate.instrumentation._store import TraceStore
+from replaygate.instrumentation import TraceStore, _routing
 
 from replaygate.canary import (
     CanaryController,

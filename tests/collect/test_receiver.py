@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 from replaygate.instrumentation import StoreError, span_to_record
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 
 from replaygate.store import TraceStore
 

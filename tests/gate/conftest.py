@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from replaygate.replay._runfile import (
+from replaygate.replay import (
     Attempt,
     CheckResult,
     Fingerprint,
@@ -16,8 +16,8 @@ from replaygate.replay._runfile import (
     RunFile,
     ScenarioEntry,
     content_hash,
+    suite_hash_of,
 )
-from replaygate.replay._scenario_io import suite_hash_of
 
 # The seed case: 12 scenarios x 5 attempts, 53/60 (88%) -> 40/60 (67%): three go 5/5 -> 0/5.
 SEED_BASE = [5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 0]

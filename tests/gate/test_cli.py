@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
-from replaygate.replay._runfile import save_run
+from replaygate.replay import save_run
 
 from replaygate.cli import main
 

@@ -53,6 +53,7 @@ GATE = {
     "synthetic_run",
     "unread_scenarios",
     "verify_run",
+    "verify_runs",
 }
 REPORT = {
     "FILE_NAMES",

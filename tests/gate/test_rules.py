@@ -1,5 +1,5 @@
 import pytest
-from replaygate.replay._runfile import content_hash
+from replaygate.replay import content_hash
 
 from replaygate.gate import (
     Policy,

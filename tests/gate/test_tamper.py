@@ -18,11 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.replay import RunFile
-from replaygate.replay._errors import RunFileError
-from replaygate.replay._journal import restore_journal
-from replaygate.replay._runfile import digest_of, load_run
-from replaygate.replay._scenario_io import suite_hash_of
+from replaygate.replay import RunFile, RunFileError, digest_of, load_run, restore_journal, suite_hash_of
 
 from replaygate.gate import GateError, gate_runs, load_policy
 from tests.gate.test_worked_example import POLICY

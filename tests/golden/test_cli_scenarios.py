@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.replay._scenario import Scenario
+from replaygate.replay import Scenario
 
 from replaygate.cli import main
 from replaygate.golden import GoldenSet

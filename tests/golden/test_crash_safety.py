@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from replaygate.replay._scenario import load_scenario
+from replaygate.replay import load_scenario
 
 from replaygate.golden import GoldenSet, read_lock, retire
 from replaygate.golden._goldenset import INTENT_NAME, STEP_HOOK

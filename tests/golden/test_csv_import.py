@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from replaygate.replay._scenario import ContainsCheck, load_scenario
+from replaygate.replay import ContainsCheck, load_scenario
 
 from replaygate.golden import GoldenError, GoldenSet, import_csv, lint, read_lock
 

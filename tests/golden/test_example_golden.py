@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replaygate.replay._scenario import ToolArgsCheck, load_scenarios
-from replaygate.replay._selection import select_scenarios
+from replaygate.replay import ToolArgsCheck, load_scenarios, select_scenarios
 
 from replaygate.golden import GoldenSet, lint
 

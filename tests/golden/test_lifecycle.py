@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.replay._scenario import Scenario, load_scenario, save_scenario
+from replaygate.replay import Scenario, load_scenario, save_scenario
 
 from replaygate.golden import (
     GoldenError,

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._records import Chunk, SpanRecord, ToolCall, TraceRecord, TraceSummary
-from replaygate.replay._scenario import ExpectedToolsCheck, ForbiddenOutputRegexCheck, load_scenario
+from replaygate.instrumentation import Chunk, SpanRecord, StoreError, ToolCall, TraceRecord, TraceSummary
+from replaygate.replay import ExpectedToolsCheck, ForbiddenOutputRegexCheck, load_scenario
 
 from replaygate.golden import GoldenError, GoldenSet, draft_forbidden_pattern, lint, promote_trace, read_lock
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import ToolCall, TraceRecord
-from replaygate.replay._scenario import ExpectedToolsCheck, ForbiddenOutputRegexCheck
+from replaygate.instrumentation import ToolCall, TraceRecord
+from replaygate.replay import ExpectedToolsCheck, ForbiddenOutputRegexCheck
 
 from replaygate.golden import GoldenError, GoldenSet, Promotion, lint, promote_trace
 from tests.golden.test_promote import TODAY, FakeStore, record

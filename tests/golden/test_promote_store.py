@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace import TracerProvider
-from replaygate.instrumentation._store import TraceStore
-from replaygate.replay._scenario import load_scenario
+from replaygate.instrumentation import TraceStore
+from replaygate.replay import load_scenario
 
 from replaygate.cli import main
 from replaygate.golden import GoldenSet, lint

@@ -13,11 +13,10 @@ from click.testing import CliRunner, Result
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Tracer
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
 
-from replaygate.cli import _traces
-from replaygate.cli._main import main
+from replaygate.cli import _traces, main
 
 HOSTILE_INPUT = "hi <script>alert(1)</script> [bold red]not markup[/bold red]"
 HOSTILE_OUTPUT = "[link=http://evil]click[/link] <b>&amp;</b> [/] \x1b[31mred"

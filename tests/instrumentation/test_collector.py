@@ -4,7 +4,7 @@ import threading
 
 import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace import TracerProvider
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 
 
 @ri.trace_agent(name="collected")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 
 
 def _no_detach_errors(caplog: pytest.LogCaptureFixture) -> None:

@@ -13,7 +13,7 @@ import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import content_hash
 from replaygate.instrumentation._state import STATE
 

@@ -12,7 +12,7 @@ import replaygate.instrumentation as ri
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace import TracerProvider
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 
 
 class Receiver:

@@ -5,7 +5,7 @@ import json
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import content_hash
 from replaygate.instrumentation._redaction import Redactor
 from replaygate.instrumentation._spancopy import derived_attributes, transform_span

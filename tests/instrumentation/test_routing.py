@@ -28,7 +28,7 @@ from replaygate.instrumentation._routing import (
     choose_variant,
     variant_for,
 )
-from replaygate.instrumentation._semconv import RG_CONFIG_ID, RG_VARIANT
+from replaygate.instrumentation.semconv import RG_CONFIG_ID, RG_VARIANT
 
 
 def _state(share: float, status: str = "canary", salt: str = "s4lt") -> RoutingState:
@@ -195,7 +195,7 @@ def test_refresh_interval_caches(tmp_path: Path) -> None:
 
 def test_choose_variant_annotates_current_span(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from replaygate.canary import CanaryStore, RolloutState
-    from replaygate.canary._machine import start
+    from replaygate.canary import start_rollout as start
 
     db = tmp_path / "s.db"
     store = CanaryStore(db)
@@ -255,7 +255,8 @@ _CHILD = textwrap.dedent(
 
 def test_rollback_reaches_other_process_within_refresh(tmp_path: Path) -> None:
     from replaygate.canary import CanaryStore
-    from replaygate.canary._machine import rollback, start
+    from replaygate.canary import rollback_rollout as rollback
+    from replaygate.canary import start_rollout as start
 
     db = tmp_path / "store.db"
     store = CanaryStore(db)

@@ -9,8 +9,8 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.semconv.attributes import error_attributes
 from opentelemetry.semconv.schemas import Schemas
 from opentelemetry.trace import SpanKind
-from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation import retrieval, trace_agent
+from replaygate.instrumentation import semconv as sc
 
 
 def test_constants_match_the_installed_conventions() -> None:

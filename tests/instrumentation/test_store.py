@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
-from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation import _store
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
 from replaygate.instrumentation._store_db import resolve_store_path

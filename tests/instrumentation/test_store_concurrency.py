@@ -15,7 +15,7 @@ WORKER = """
 import json
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._store import StoreSpanExporter
 
 exporter = StoreSpanExporter(DB)

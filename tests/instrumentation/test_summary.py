@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode, Tracer
-from replaygate.instrumentation import _semconv as sc
 from replaygate.instrumentation import _summary
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._summary import span_to_record, summarize_spans
 

@@ -54,7 +54,7 @@ def test_drops_are_shown_by_replaygate_traces(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from replaygate.instrumentation import health
 
-    from replaygate.cli._main import cli
+    from replaygate.cli import cli
 
     db = tmp_path / "s.db"
     before = health()["exporters"].get("store", {}).get("dropped_spans", 0)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from replaygate.replay import JudgeVerdict, Scenario, load_run, run_suite
 
-from replaygate.cli._main import cli
+from replaygate.cli import cli
 from replaygate.labels import (
     HumanLabel,
     LabelsError,

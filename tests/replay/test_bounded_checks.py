@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import ToolCall, TraceSummary
+from replaygate.instrumentation import ToolCall, TraceSummary
 from replaygate.replay._checks import CheckContext, run_check
 from replaygate.replay._errors import ScenarioError
 from replaygate.replay._regex import CheckBudgetError, ScenarioRegex, check_deadline, needs_backtracking

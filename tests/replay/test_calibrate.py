@@ -8,12 +8,12 @@ import pathlib
 from collections.abc import Sequence
 
 import pytest
-from replaygate.instrumentation._records import Chunk
+from replaygate.instrumentation import Chunk
 from replaygate.replay._calibrate import calibrate_judge, load_labels
 from replaygate.replay._errors import JudgeError, ReplayError
 from replaygate.replay._judges import JudgeVerdict, create_judges
 
-from replaygate.cli._main import main
+from replaygate.cli import main
 from replaygate.stats import cohen_kappa
 from tests.replay.conftest import FakeOpenAI, completion
 

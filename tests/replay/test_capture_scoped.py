@@ -18,7 +18,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from replaygate.instrumentation import capture, tool_call, trace_agent
-from replaygate.instrumentation._state import STATE
 from replaygate.replay import Scenario, run_suite_async
 
 
@@ -57,7 +56,7 @@ async def target(turns: list[str], context: dict[str, Any], config: dict[str, An
 def test_two_runs_at_once_while_production_keeps_exporting(tmp_path: Path) -> None:
     provider = TracerProvider()
     exported = InMemorySpanExporter()
-    ri.configure(tracer_provider=provider, store=None, exporters=[exported], schedule_delay_s=0.02)
+    handle = ri.configure(tracer_provider=provider, store=None, exporters=[exported], schedule_delay_s=0.02)
     stop = threading.Event()
     production: list[str] = []
 
@@ -109,10 +108,10 @@ def test_two_runs_at_once_while_production_keeps_exporting(tmp_path: Path) -> No
             assert attempt.status == "pass", (tool, attempt.checks, attempt.error)
             assert attempt.answer == f"used {tool}"
     # production export was never detached: its traffic still arrives, during the runs and after them
-    assert STATE.pipeline is not None and ri.health()["configured"]
+    assert handle.pipeline is not None and ri.health()["configured"]
     before = len(production)
     serve("after the runs")
-    assert STATE.pipeline.force_flush(10_000)
+    assert handle.pipeline.force_flush(10_000)
     spans = exported.get_finished_spans()
     names = {s.name for s in spans}
     assert "execute_tool production_tool" in names

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
-from replaygate.instrumentation._records import LlmCall, ToolCall, TraceSummary
+from replaygate.instrumentation import LlmCall, ToolCall, TraceSummary
 from replaygate.replay._checks import CheckContext, run_check, run_checks
 from replaygate.replay._labels import derive_label, looks_like_refusal
 from replaygate.replay._runfile import CheckResult

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import Chunk, TraceSummary
+from replaygate.instrumentation import Chunk, TraceSummary
 from replaygate.replay._errors import JudgeError
 from replaygate.replay._judges import create_judges
 from replaygate.replay._llm_judge import LlmJudge

@@ -7,7 +7,7 @@ import hashlib
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import Chunk
+from replaygate.instrumentation import Chunk
 from replaygate.replay._errors import JudgeError
 from replaygate.replay._judges import (
     Judge,

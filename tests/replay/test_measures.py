@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from replaygate.instrumentation._records import LlmCall, ToolCall, TraceSummary
+from replaygate.instrumentation import LlmCall, ToolCall, TraceSummary
 from replaygate.replay._measures import call_cost, compute_measures, total_cost
 
 

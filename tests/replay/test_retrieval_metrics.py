@@ -7,7 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from replaygate.instrumentation._records import Chunk
+from replaygate.instrumentation import Chunk
 from replaygate.replay._retrieval_metrics import (
     chunk_matches,
     mean_retrieval_scores,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation import TraceSummary
 from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._runfile import CheckResult, Measures, RunFile, content_hash, load_run
 from replaygate.replay._runner import run_suite, run_suite_async

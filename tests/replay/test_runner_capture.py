@@ -161,7 +161,7 @@ def test_agent_calls_after_the_run_are_not_kept(tmp_path: Path) -> None:
 
 def test_what_a_target_sets_on_the_attempt_span_is_recorded(tmp_path: Path) -> None:
     from opentelemetry import trace
-    from replaygate.instrumentation import _semconv as sc
+    from replaygate.instrumentation import semconv as sc
 
     late = threading.Event()
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from replaygate.instrumentation._records import Chunk, LlmCall, ToolCall, TraceSummary
+from replaygate.instrumentation import Chunk, LlmCall, ToolCall, TraceSummary
 from replaygate.replay._errors import JudgeError
 from replaygate.replay._judges import Judge, JudgeVerdict, create_judges
 from replaygate.replay._scenario_model import Scenario

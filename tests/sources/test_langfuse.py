@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from langfuse.api import CreateScoreRequest, ScoreDataType
 from replaygate.instrumentation import TraceStore
 
-from replaygate.cli._main import cli
+from replaygate.cli import cli
 from replaygate.sources import LangfuseSource, SourceError, push_run, score_id
 from tests.sources.langfuse_standin import PUBLIC_KEY, SECRET_KEY, LangfuseStandIn
 

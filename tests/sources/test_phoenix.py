@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from replaygate.instrumentation import TraceStore
 from replaygate.replay import load_run
 
-from replaygate.cli._main import cli
+from replaygate.cli import cli
 from replaygate.sources import PhoenixSource
 
 pytestmark = pytest.mark.timeout(900)  # a first run installs Phoenix; starting it takes ~20 s

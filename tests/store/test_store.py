@@ -5,9 +5,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from replaygate.instrumentation import StoreError, span_to_record
-from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._store import TraceStore as SqliteTraceStore
-from sqlalchemy import text
+from replaygate.instrumentation import TraceStore as SqliteTraceStore
+from replaygate.instrumentation import semconv as sc
+from sqlalchemy import inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from replaygate.store import Store, TraceStore, versions
@@ -106,7 +106,7 @@ def test_audit_is_append_only(store_url) -> None:
 def test_schema_versions_and_newer_store_refused(store_url) -> None:
     store = Store(store_url)
     with store.read() as conn:
-        assert versions(conn) == (2, 2)
+        assert versions(conn) == (3, 2)
     with store.write() as conn:
         conn.execute(text("UPDATE store_schema SET version = 99"))
     store.close()
@@ -125,16 +125,16 @@ def test_both_writers_declare_the_same_trace_tables(tmp_path) -> None:
 
 
 def test_a_version_1_sqlite_store_is_migrated_and_backfilled(tmp_path) -> None:
-    from replaygate.instrumentation._store_db import MIGRATIONS
+    from replaygate.instrumentation import TRACE_MIGRATIONS
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    for statement in MIGRATIONS[0]:
+    for statement in TRACE_MIGRATIONS[0]:
         conn.execute(statement)
     conn.execute("CREATE TABLE trace_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)")
     conn.execute("INSERT INTO trace_schema VALUES (1, 1)")
     records = _spans(2, fail_every=2)
-    from replaygate.instrumentation._store_rows import record_to_row
+    from replaygate.instrumentation import record_to_row
 
     conn.executemany(
         f"INSERT INTO trace_spans VALUES ({', '.join('?' * 11)})", [record_to_row(r) for r in records]
@@ -150,7 +150,7 @@ def test_a_version_1_sqlite_store_is_migrated_and_backfilled(tmp_path) -> None:
     conn.close()
     with TraceStore(path) as store:
         with store.store.read() as c:
-            assert versions(c) == (2, 2)
+            assert versions(c) == (3, 2)
             assert sorted(c.execute(text("SELECT empty FROM trace_traces")).scalars()) == [0, 1]
         assert len(store.failures(reasons=["empty_answer"])) == 1
 
@@ -166,3 +166,20 @@ def test_missing_sqlite_store_not_created(tmp_path) -> None:
     with pytest.raises(StoreError, match="no trace store at"):
         Store(tmp_path / "nope.db", create=False)
     assert not (tmp_path / "nope.db").exists()
+
+
+def test_a_version_2_store_gets_the_canary_index(store_url) -> None:
+    store = Store(store_url)
+    with store.write() as conn:  # back to what a version 2 store looked like
+        conn.execute(text("DROP INDEX trace_traces_by_arm"))
+        conn.execute(text("CREATE INDEX trace_traces_by_variant ON trace_traces (variant, start_ns)"))
+        conn.execute(text("UPDATE trace_schema SET version = 2"))
+    store.close()
+    store = Store(store_url)
+    try:
+        with store.read() as conn:
+            assert versions(conn) == (3, 2)
+            names = {i["name"] for i in inspect(conn).get_indexes("trace_traces")}
+        assert "trace_traces_by_arm" in names and "trace_traces_by_variant" not in names
+    finally:
+        store.close()

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation import span_to_record
 from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server

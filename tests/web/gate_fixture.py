@@ -13,9 +13,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replaygate.replay import RunFile, load_run, save_run
-from replaygate.replay._runfile import Attempt, CheckResult, Fingerprint, Measures, ScenarioEntry
-from replaygate.replay._scenario_io import suite_hash_of
+from replaygate.replay import (
+    Attempt,
+    CheckResult,
+    Fingerprint,
+    Measures,
+    RunFile,
+    ScenarioEntry,
+    load_run,
+    save_run,
+    suite_hash_of,
+)
 
 from replaygate.gate import GateReport, Policy, gate_runs
 from replaygate.report import write_reports

@@ -193,7 +193,7 @@ def test_api_writes_off_without_token(env: Any) -> None:
 
 
 def test_routing_client_follows_the_page(served: Any) -> None:
-    from replaygate.instrumentation._routing import RoutingClient
+    from replaygate.instrumentation import RoutingClient
 
     blind = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token="", background=False)
     client = RoutingClient(f"{served.url}/api/canary", refresh_s=0, token=READ_TOKEN, background=False)

@@ -51,7 +51,7 @@ def test_from_env_reads_policy_cookies_and_check_interval(tmp_path: Path) -> Non
     with app.app_context():
         from replaygate.canary import tolerances_from_policy
         from replaygate.gate import load_policy
-        from replaygate.web._app import controller
+        from replaygate.web._context import controller
 
         assert controller().tolerances == tolerances_from_policy(load_policy(policy))
         controller().close()

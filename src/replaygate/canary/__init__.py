@@ -18,6 +18,7 @@ Command line: ``replaygate canary start|status|widen|promote|rollback|check|simu
 
 from typing import TYPE_CHECKING, Any
 
+from replaygate.canary._calibration import Arm, Tally, simulate_rollouts, step_arms
 from replaygate.canary._control import (
     CanaryController,
     CanarySettings,
@@ -42,7 +43,9 @@ from replaygate.canary._evidence import (
     requests_needed,
     tolerances_from_policy,
 )
-from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition, parse_plan
+from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition, parse_plan, state_json
+from replaygate.canary._machine import rollback as rollback_rollout
+from replaygate.canary._machine import start as start_rollout
 from replaygate.canary._measures import (
     MEASURES,
     ArmMeasures,
@@ -72,11 +75,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DEFAULT_PLAN",
-    "DEFAULT_TOLERANCES",
-    "MEASURES",
-    "METHOD",
-    "WORDS",
+    "Arm",
     "ArmMeasures",
     "ArmSummary",
     "AuditEntry",
@@ -87,11 +86,15 @@ __all__ = [
     "CanaryStore",
     "CheckResult",
     "ConflictError",
+    "DEFAULT_PLAN",
+    "DEFAULT_TOLERANCES",
     "DecisionSource",
     "Evidence",
     "EvidenceSettings",
     "Limit",
     "LiveMeasures",
+    "MEASURES",
+    "METHOD",
     "MeanSummary",
     "MeasureDiff",
     "MeasureEvidence",
@@ -100,9 +103,11 @@ __all__ = [
     "SeriesPoint",
     "SimulationReport",
     "StepOutlook",
+    "Tally",
     "TraceSource",
     "TrafficProfile",
     "Transition",
+    "WORDS",
     "arm_measures",
     "compute_live_measures",
     "decision_config_ids",
@@ -111,6 +116,11 @@ __all__ = [
     "requests_needed",
     "sample_from_trace",
     "simulate_live_traffic",
+    "simulate_rollouts",
+    "rollback_rollout",
+    "start_rollout",
+    "state_json",
+    "step_arms",
     "step_outlook",
     "tolerances_from_policy",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from replaygate.instrumentation._records import TraceRecord
+from replaygate.instrumentation import TraceRecord
 
 from replaygate.canary import _machine
 from replaygate.canary._errors import CanaryError

@@ -253,13 +253,49 @@ def _bootstrap(
     return [float(x) for x in np.quantile(deltas, list(probs))]
 
 
+def _bootstrap_quantile(
+    base: Sequence[float],
+    head: Sequence[float],
+    q: float,
+    probs: Sequence[float],
+    seed: int,
+    n_resamples: int = 2000,
+) -> list[float]:
+    """Percentile bootstrap of ``quantile(head, q) - quantile(base, q)`` in O(resamples), not O(n·resamples).
+
+    A resample of ``n`` values has the same order statistics as ``x_sorted[ceil(n·U_(k)) - 1]`` for the
+    order statistics ``U_(k)`` of ``n`` uniforms, and ``U_(k) ~ Beta(k, n - k + 1)``; the next one is
+    ``U_(k) + (1 - U_(k))·Beta(1, n - k)``. Drawing the two order statistics numpy's linear quantile
+    interpolates between gives exactly the resampled quantile's distribution without building resamples.
+    """
+    rng = np.random.default_rng(seed)
+
+    def resampled(values: Sequence[float]) -> np.ndarray:
+        x = np.sort(np.asarray(values, float))
+        n = len(x)
+        h = (n - 1) * q
+        k = int(np.floor(h))  # 0-based order statistic below the quantile
+        frac = h - k
+        u = rng.beta(k + 1, n - k, size=n_resamples)
+        low = x[np.minimum(n - 1, np.ceil(n * u).astype(np.int64) - 1).clip(0)]
+        if frac == 0 or k + 1 >= n:
+            return np.asarray(low, dtype=float)
+        u2 = u + (1 - u) * rng.beta(1, n - k - 1, size=n_resamples)
+        high = x[np.minimum(n - 1, np.ceil(n * u2).astype(np.int64) - 1).clip(0)]
+        return np.asarray(low + frac * (high - low), dtype=float)
+
+    b = resampled(base)
+    deltas = resampled(head) - b
+    return [float(x) for x in np.quantile(deltas, list(probs))]
+
+
 def _continuous_diff(
     name: str,
     base: Sequence[float],
     head: Sequence[float],
     base_value: float | None,
     head_value: float | None,
-    stat: Callable[[np.ndarray], np.ndarray],
+    stat: Callable[[np.ndarray], np.ndarray] | float,
     confidence: float,
     widen_confidence: float,
     seed: int,
@@ -273,9 +309,11 @@ def _continuous_diff(
     from replaygate.stats import mann_whitney
 
     alpha = 1 - confidence
-    low, high, q_hi, q_lo = _bootstrap(
-        base, head, stat, [alpha / 2, 1 - alpha / 2, widen_confidence, 1 - widen_confidence], seed
-    )
+    probs = [alpha / 2, 1 - alpha / 2, widen_confidence, 1 - widen_confidence]
+    if isinstance(stat, float):  # a quantile: drawn from its order statistics
+        low, high, q_hi, q_lo = _bootstrap_quantile(base, head, stat, probs, seed)
+    else:
+        low, high, q_hi, q_lo = _bootstrap(base, head, stat, probs, seed)
     test = mann_whitney(base, head)
     return MeasureDiff(
         name,
@@ -364,9 +402,6 @@ def measures_from_arm_data(
             )
         )
 
-    def q(p: float) -> Callable[[np.ndarray], np.ndarray]:
-        return lambda m: np.quantile(m, p, axis=1)
-
     def mean(m: np.ndarray) -> np.ndarray:
         return np.asarray(m.mean(axis=1))
 
@@ -374,7 +409,7 @@ def measures_from_arm_data(
     cl = list(candidate.latencies)
     diffs.append(
         _continuous_diff(
-            "latency_p50", bl, cl, b.latency_p50, c.latency_p50, q(0.5), confidence, widen_confidence, seed
+            "latency_p50", bl, cl, b.latency_p50, c.latency_p50, 0.5, confidence, widen_confidence, seed
         )
     )
     diffs.append(
@@ -384,7 +419,7 @@ def measures_from_arm_data(
             cl,
             b.latency_p95,
             c.latency_p95,
-            q(0.95),
+            0.95,
             confidence,
             widen_confidence,
             seed + 1,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from replaygate.instrumentation._records import LlmCall, TraceRecord
+from replaygate.instrumentation import LlmCall, TraceRecord
 
 from replaygate.canary._measures import RequestSample
 
@@ -87,7 +87,7 @@ def sample_from_trace(record: TraceRecord) -> RequestSample:
 
 def _judge() -> Any:
     try:
-        from replaygate.replay._offline_judge import OfflineGroundednessJudge
+        from replaygate.replay import OfflineGroundednessJudge
     except ImportError:
         return None
     return OfflineGroundednessJudge()

@@ -20,9 +20,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
-from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._routing import Variant, choose_variant, configure_routing
-from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
+from replaygate.instrumentation import (
+    StoreSpanExporter,
+    TraceStore,
+    Variant,
+    choose_variant,
+    configure_routing,
+)
+from replaygate.instrumentation import semconv as sc
 
 from replaygate.canary._control import CanaryController
 from replaygate.canary._machine import Transition

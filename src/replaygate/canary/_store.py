@@ -25,16 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._store_db import resolve_store_url
+from replaygate.instrumentation import StoreError, resolve_store_url
 from sqlalchemy import ColumnElement, Engine, and_, case, func, insert, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._machine import RolloutState, Transition
 from replaygate.canary._measures import RATE_MEASURES, ArmData
-from replaygate.store import Store
-from replaygate.store._schema import canary_audit, canary_state, trace_traces
+from replaygate.store import Store, canary_audit, canary_state, trace_traces
 
 __all__ = ["ARMS", "DEFAULT_SAMPLE", "AuditEntry", "CanaryStore", "resolve_store_url"]
 

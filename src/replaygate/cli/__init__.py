@@ -10,8 +10,19 @@ Each area registers its commands from its own private module, so the parts can g
 
 Exit codes: 0 success (gate: pass), 1 gate block or failing check, 2 needs sign-off or review,
 3 usage or data error.
+
+From Python: ``main(argv)`` runs the command line, ``cli`` is its click group (``click.testing.CliRunner``
+invokes it), ``COMMANDS`` maps each command to the module that registers it, and
+``refuse_other_report(folder, report_id)`` refuses a folder whose ``decision.json`` was signed for
+another report.
 """
 
-from replaygate.cli._main import main
+from replaygate.cli._main import COMMANDS, cli, main
+from replaygate.cli._outputs import refuse_other_report
 
-__all__ = ["main"]
+__all__ = [
+    "COMMANDS",
+    "cli",
+    "main",
+    "refuse_other_report",
+]

@@ -70,7 +70,7 @@ def _report(t: Any, as_json: bool = False) -> None:
 
 def _transition_json(t: Any) -> None:
     """The ``--json`` document of a canary action: what was tried, what came of it, the state after."""
-    from replaygate.canary._machine import state_json
+    from replaygate.canary import state_json
 
     echo_json(
         "canary-action",
@@ -86,7 +86,7 @@ def _transition_json(t: Any) -> None:
 
 
 def _status_json(status: Any) -> dict[str, Any]:
-    from replaygate.canary._machine import state_json
+    from replaygate.canary import state_json
 
     out: dict[str, Any] = {"state": state_json(status.state), "notes": list(status.notes)}
     if status.measures is not None:

@@ -23,11 +23,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import click
-from replaygate.instrumentation import ReplaygateError, RoutingClient
-from replaygate.instrumentation._destinations import absolute_store, describe_destinations
-from replaygate.instrumentation._settings import resolve_settings
-from replaygate.instrumentation._store import TraceStore
-from replaygate.replay._scenario import load_scenarios, scenario_files
+from replaygate.instrumentation import (
+    ReplaygateError,
+    RoutingClient,
+    TraceStore,
+    absolute_store,
+    describe_destinations,
+    resolve_settings,
+)
+from replaygate.replay import load_scenarios, scenario_files
 
 from replaygate.cli._options import json_option, store_option
 from replaygate.golden import resolve_golden_dir

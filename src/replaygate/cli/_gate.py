@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay._runfile import RunFile, load_run
+from replaygate.replay import RunFile, load_run
 
 from replaygate.cli._options import baseline_2_option, by_option, echo_json, json_option, store_option
 from replaygate.cli._outputs import refuse_other_report
@@ -32,8 +32,8 @@ from replaygate.gate import (
     load_policy,
     load_runs_dir,
     unread_scenarios,
+    verify_runs,
 )
-from replaygate.gate._integrity import verify_runs
 from replaygate.labels import labels_path, read_labels, with_judge_agreement
 from replaygate.report import (
     FORMATS,

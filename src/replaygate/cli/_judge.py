@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import click
-from replaygate.replay._calibrate import CALIBRATION_LABELS, CalibrationResult, calibrate_judge, load_labels
-from replaygate.replay._judges import Judge, create_judges
+from replaygate.replay import (
+    CALIBRATION_LABELS,
+    CalibrationResult,
+    Judge,
+    calibrate_judge,
+    create_judges,
+    load_labels,
+)
 from rich.console import Console
 from rich.table import Table
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay._bounded import load_json_bounded
+from replaygate.replay import load_json_bounded
 
 __all__ = ["OutputError", "keep_or_refuse", "refuse_input_as_output", "refuse_other_report"]
 

@@ -42,21 +42,35 @@ from pathlib import Path
 from typing import Any
 
 import click
-from replaygate.replay._bounded import MAX_YAML_BYTES, load_yaml_bounded, read_text_bounded
-from replaygate.replay._candidate import load_config
-from replaygate.replay._errors import ReplayError, RunFileError
-from replaygate.replay._fingerprint import judge_identity
-from replaygate.replay._journal import journal_path, read_journal_fingerprint, restore_journal
-from replaygate.replay._judges import Judge, create_judges, judges_from_fingerprint
-from replaygate.replay._merge import merge_runs
-from replaygate.replay._progress import ProgressLines
-from replaygate.replay._run_summary import error_lines, summary_headline, summary_lines
-from replaygate.replay._runfile import RunFile, load_run, save_run
-from replaygate.replay._runner import run_suite
-from replaygate.replay._scenario import load_scenarios
-from replaygate.replay._selection import HOLDOUT_TIERS, select_scenarios
-from replaygate.replay._shard import parse_shard
-from replaygate.replay._simulator import create_simulator
+from replaygate.replay import (
+    HOLDOUT_TIERS,
+    MAX_YAML_BYTES,
+    Judge,
+    ProgressLines,
+    ReplayError,
+    RunFile,
+    RunFileError,
+    create_judges,
+    create_simulator,
+    error_lines,
+    journal_path,
+    judge_identity,
+    judges_from_fingerprint,
+    load_config,
+    load_run,
+    load_scenarios,
+    load_yaml_bounded,
+    merge_runs,
+    parse_shard,
+    read_journal_fingerprint,
+    read_text_bounded,
+    restore_journal,
+    run_suite,
+    save_run,
+    select_scenarios,
+    summary_headline,
+    summary_lines,
+)
 
 from replaygate.cli._options import echo_json, json_option, judge_timeout_option
 from replaygate.cli._outputs import keep_or_refuse, refuse_input_as_output

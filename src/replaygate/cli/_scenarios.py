@@ -15,16 +15,18 @@ import sys
 from typing import Any
 
 import click
-from replaygate.replay._scenario import ORIGINS, STATES, TIERS, dump_scenario, scenario_json_schema
-from replaygate.replay._selection import HOLDOUT_TIERS
+from replaygate.replay import HOLDOUT_TIERS, ORIGINS, STATES, TIERS, dump_scenario, scenario_json_schema
 
 from replaygate.cli._options import json_option, store_option
 from replaygate.cli._run import _parse_tags
 from replaygate.cli._traces import is_store_source, open_traces, source_option
 from replaygate.golden import (
+    GoldenError,
     GoldenSet,
     Promotion,
     accept_changes,
+    create_scenario_file,
+    default_author,
     freeze_conversation,
     import_csv,
     lint,
@@ -35,10 +37,8 @@ from replaygate.golden import (
     quarantine,
     reactivate,
     retire,
+    scaffold_scenario,
 )
-from replaygate.golden._errors import GoldenError
-from replaygate.golden._lifecycle import default_author
-from replaygate.golden._scaffold import create_scenario_file, scaffold_scenario
 
 __all__ = ["register"]
 

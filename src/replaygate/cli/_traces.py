@@ -39,9 +39,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
-from replaygate.instrumentation import ReplaygateError
-from replaygate.instrumentation import _semconv as sc
-from replaygate.instrumentation._records import FAILURE_REASONS, SpanRecord, TraceRecord
+from replaygate.instrumentation import FAILURE_REASONS, ReplaygateError, SpanRecord, TraceRecord
+from replaygate.instrumentation import semconv as sc
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text

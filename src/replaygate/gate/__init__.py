@@ -45,7 +45,7 @@ from replaygate.gate._comparison_model import (
 from replaygate.gate._drift import DriftReport, detect_drift, drift_pair, load_runs_dir
 from replaygate.gate._errors import ComparisonError, DecisionError, GateError, PolicyError, PolicyWidenedError
 from replaygate.gate._gate_model import REPORT_FORMAT_VERSION, RULE_TITLES, Finding, GateReport
-from replaygate.gate._integrity import RunDigest, RunIntegrityError, verify_run
+from replaygate.gate._integrity import RunDigest, RunIntegrityError, verify_run, verify_runs
 from replaygate.gate._policy import (
     GuardrailTolerance,
     GuardrailTolerances,
@@ -62,12 +62,10 @@ from replaygate.gate._store import DecisionStore, Review, SignedDecision, resolv
 
 __all__ = [
     "COMPARISON_FORMAT_VERSION",
-    "DECISION_OUTCOMES",
-    "REPORT_FORMAT_VERSION",
-    "RULE_TITLES",
     "Change",
     "Comparison",
     "ComparisonError",
+    "DECISION_OUTCOMES",
     "DecisionError",
     "DecisionStore",
     "DriftReport",
@@ -83,6 +81,8 @@ __all__ = [
     "Policy",
     "PolicyError",
     "PolicyWidenedError",
+    "REPORT_FORMAT_VERSION",
+    "RULE_TITLES",
     "RateComparison",
     "Review",
     "RunDigest",
@@ -112,4 +112,5 @@ __all__ = [
     "synthetic_run",
     "unread_scenarios",
     "verify_run",
+    "verify_runs",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from replaygate.replay._runfile import Attempt, RunFile, ScenarioEntry
+from replaygate.replay import Attempt, RunFile, ScenarioEntry
 
 from replaygate.gate._comparison_model import (
     Comparison,

@@ -12,8 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
-from replaygate.replay._errors import RunFileError
-from replaygate.replay._runfile import RunFile, load_run
+from replaygate.replay import RunFile, RunFileError, load_run
 
 from replaygate.gate._compare import compare_runs
 from replaygate.gate._comparison_model import Comparison

@@ -24,10 +24,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
-from replaygate.replay._errors import RunFileError
-from replaygate.replay._journal import journal_path, read_journal
-from replaygate.replay._runfile import RunFile, ScenarioEntry, attempt_digest, digest_of
-from replaygate.replay._scenario_io import suite_hash_of
+from replaygate.replay import (
+    RunFile,
+    RunFileError,
+    ScenarioEntry,
+    attempt_digest,
+    digest_of,
+    journal_path,
+    read_journal,
+    suite_hash_of,
+)
 
 from replaygate.gate._errors import GateError
 

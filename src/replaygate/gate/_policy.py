@@ -21,13 +21,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from replaygate.replay._bounded import (
+from replaygate.replay import (
     MAX_YAML_BYTES,
+    content_hash,
     load_yaml_bounded,
     read_text_bounded,
     validation_summary,
 )
-from replaygate.replay._runfile import content_hash
 
 from replaygate.gate._errors import PolicyError
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from replaygate.replay._runfile import RunFile, content_hash
+from replaygate.replay import RunFile, content_hash
 
 from replaygate.gate._compare import compare_runs
 from replaygate.gate._comparison_model import (

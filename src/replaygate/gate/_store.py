@@ -12,9 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_url
-from replaygate.replay._runfile import content_hash
+from replaygate.instrumentation import DEFAULT_STORE, StoreError, resolve_store_url
+from replaygate.replay import content_hash
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session
@@ -22,9 +21,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session
 from replaygate.gate._errors import DecisionError
 from replaygate.gate._gate_model import GateReport
 from replaygate.gate._signing import DecisionOutcome, check_review, check_signable
-from replaygate.store import Store
+from replaygate.store import Store, gate_decisions, gate_reviews, gate_supersessions
 from replaygate.store import metadata as store_metadata
-from replaygate.store._schema import gate_decisions, gate_reviews, gate_supersessions
 
 __all__ = ["DEFAULT_STORE", "DecisionStore", "Review", "SignedDecision", "resolve_store_url"]
 

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from replaygate.replay._bounded import BoundedDictReader, read_text_bounded
-from replaygate.replay._scenario import Scenario
+from replaygate.replay import BoundedDictReader, Scenario, read_text_bounded
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._goldenset import GoldenSet

@@ -15,8 +15,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from replaygate.replay import RunFileError, Scenario, ScenarioError, load_run, load_scenario
-from replaygate.replay._scenario import ChangelogEntry
+from replaygate.replay import ChangelogEntry, RunFileError, Scenario, ScenarioError, load_run, load_scenario
 
 from replaygate.golden._errors import GoldenError, describe_invalid
 from replaygate.golden._goldenset import GoldenSet

@@ -27,9 +27,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from replaygate.replay._filelock import LockBusyError, exclusive_lock
-from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario, scenario_files
-from replaygate.replay._scenario_io import write_atomic
+from replaygate.replay import (
+    LockBusyError,
+    Scenario,
+    dump_scenario,
+    exclusive_lock,
+    load_scenario,
+    scenario_files,
+    write_atomic,
+)
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock
@@ -113,7 +119,7 @@ class GoldenSet:
 
     def load(self) -> list[Scenario]:
         """Every scenario, sorted by id; any invalid file raises one error listing every problem."""
-        from replaygate.replay._scenario import load_scenarios
+        from replaygate.replay import load_scenarios
 
         if not self.path.is_dir():
             raise GoldenError(f"{self.path}: no golden-set directory; create it or pass --golden DIR")

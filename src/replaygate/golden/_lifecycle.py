@@ -13,14 +13,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from replaygate.replay._errors import ScenarioError
-from replaygate.replay._scenario import (
+from replaygate.replay import (
     ActiveStatus,
     ChangelogEntry,
     KnownFailureStatus,
     QuarantinedStatus,
     RetiredStatus,
     Scenario,
+    ScenarioError,
     load_scenario,
 )
 

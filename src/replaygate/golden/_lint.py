@@ -8,9 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from replaygate.replay._errors import ScenarioError
-from replaygate.replay._regex import needs_backtracking
-from replaygate.replay._scenario import Scenario, load_scenario
+from replaygate.replay import Scenario, ScenarioError, load_scenario, needs_backtracking
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._goldenset import GoldenSet

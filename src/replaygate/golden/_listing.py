@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from replaygate.replay._scenario import Scenario
-from replaygate.replay._selection import HOLDOUT_TIERS, counts_in_gate, select_scenarios
+from replaygate.replay import HOLDOUT_TIERS, Scenario, counts_in_gate, select_scenarios
 
 __all__ = ["Listing", "list_scenarios", "listing_rows"]
 

@@ -17,9 +17,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from replaygate.replay._bounded import check_format_version, load_json_bounded
-from replaygate.replay._runfile import content_hash
-from replaygate.replay._scenario import ChangelogEntry, Scenario, scenario_content_hash
+from replaygate.replay import (
+    ChangelogEntry,
+    Scenario,
+    check_format_version,
+    content_hash,
+    load_json_bounded,
+    scenario_content_hash,
+)
 
 from replaygate.golden._errors import GoldenError
 

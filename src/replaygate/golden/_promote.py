@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from replaygate.instrumentation._records import TraceRecord
-from replaygate.replay._errors import ScenarioError
-from replaygate.replay._scenario import (
+from replaygate.instrumentation import TraceRecord
+from replaygate.replay import (
     ORIGINS,
     TIERS,
     ChangelogEntry,
@@ -37,6 +36,7 @@ from replaygate.replay._scenario import (
     ForbiddenOutputRegexCheck,
     RetrievalLabels,
     Scenario,
+    ScenarioError,
     load_scenario,
 )
 

@@ -13,8 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from replaygate.replay._scenario import parse_scenario
-from replaygate.replay._scenario_model import ID_PATTERN, ORIGINS
+from replaygate.replay import ID_PATTERN, ORIGINS, parse_scenario
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._goldenset import GoldenSet

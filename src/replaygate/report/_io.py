@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
-from replaygate.replay._bounded import check_format_version, load_json_bounded, validation_summary
-from replaygate.replay._scenario_io import write_atomic
+from replaygate.replay import check_format_version, load_json_bounded, validation_summary, write_atomic
 
 from replaygate.gate import REPORT_FORMAT_VERSION, GateError, GateReport
 from replaygate.report._html import render_html

@@ -82,7 +82,11 @@ def _bootstrap(
 
 
 def _exact_p(
-    sb: NDArray[np.int64], nb: NDArray[np.int64], sh: NDArray[np.int64], nh: NDArray[np.int64]
+    sb: NDArray[np.int64],
+    nb: NDArray[np.int64],
+    sh: NDArray[np.int64],
+    nh: NDArray[np.int64],
+    limit: int = _MAX_LATTICE,
 ) -> float | None:
     """Exact two-sided p-value by convolving per-scenario hypergeometric laws; None when too large."""
     total = sb + sh
@@ -108,7 +112,7 @@ def _exact_p(
     if not laws:
         return 1.0
     span = sum((len(p) - 1) * (st // step_gcd) for _, st, p in laws)
-    if span > _MAX_LATTICE:
+    if span > limit:
         return None
     for start, step, probs in laws:
         stride = step // step_gcd
@@ -129,6 +133,8 @@ def paired_permutation_test(
     seed: int = 0,
     confidence: float = 0.95,
     n_bootstrap: int = 2_000,
+    *,
+    exact_limit: int = _MAX_LATTICE,
 ) -> PermutationResult:
     """Test whether head's pass rates differ from base's, scenario by scenario.
 
@@ -139,6 +145,7 @@ def paired_permutation_test(
         seed: seed of the random generator (permutations and bootstrap).
         confidence: level of the bootstrap interval for the delta.
         n_bootstrap: within-scenario bootstrap resamples.
+        exact_limit: the largest lattice of deltas the exact path convolves (0: always Monte Carlo).
 
     Returns:
         The mean per-scenario delta (head - base), a two-sided p-value and a bootstrap interval.
@@ -146,7 +153,7 @@ def paired_permutation_test(
     sb, nb, sh, nh = _arrays(base, head)
     rng = np.random.default_rng(seed)
     delta = float((sh / nh - sb / nb).mean())
-    p_exact = _exact_p(sb, nb, sh, nh)
+    p_exact = _exact_p(sb, nb, sh, nh, exact_limit)
     if p_exact is not None:
         p_value, exact, used = p_exact, True, 0
     else:

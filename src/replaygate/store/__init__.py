@@ -19,18 +19,32 @@ SQLite file themselves (``replaygate.instrumentation``), elsewhere they export O
 
 from replaygate.store._engine import Store, display_url, open_engine
 from replaygate.store._migrate import STORE_SCHEMA_VERSION, TRACE_SCHEMA_VERSION, versions
-from replaygate.store._schema import metadata
+from replaygate.store._schema import (
+    canary_audit,
+    canary_state,
+    gate_decisions,
+    gate_reviews,
+    gate_supersessions,
+    metadata,
+    trace_traces,
+)
 from replaygate.store._traces import DropReport, TraceStore, upsert
 
 __all__ = [
-    "STORE_SCHEMA_VERSION",
-    "TRACE_SCHEMA_VERSION",
     "DropReport",
+    "STORE_SCHEMA_VERSION",
     "Store",
+    "TRACE_SCHEMA_VERSION",
     "TraceStore",
+    "canary_audit",
+    "canary_state",
     "display_url",
+    "gate_decisions",
+    "gate_reviews",
+    "gate_supersessions",
     "metadata",
     "open_engine",
+    "trace_traces",
     "upsert",
     "versions",
 ]

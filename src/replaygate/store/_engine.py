@@ -15,11 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._store_db import resolve_store_url
+from replaygate.instrumentation import StoreError, resolve_store_url
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from replaygate.store._migrate import migrate
 
 __all__ = ["BUSY_TIMEOUT_S", "Store", "display_url", "open_engine"]
 
@@ -97,8 +98,6 @@ class Store:
     """
 
     def __init__(self, url: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
-        from replaygate.store._migrate import migrate
-
         self.url = resolve_store_url(url)
         self.display = display_url(self.url)
         self.engine = open_engine(self.url)

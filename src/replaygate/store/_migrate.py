@@ -11,17 +11,35 @@ PostgreSQL).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
 
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._store_db import SCHEMA_VERSION as TRACE_SCHEMA_VERSION
-from replaygate.instrumentation._store_db import connect as sqlite_trace_connect
+from replaygate.instrumentation import TRACE_SCHEMA_VERSION, StoreError, connect_store_db
 from sqlalchemy import Connection, inspect, text
 
-from replaygate.store._schema import APPEND_ONLY_TABLES, CONTROL_TABLES, TRACE_TABLES, metadata
+from replaygate.store._schema import (
+    APPEND_ONLY_TABLES,
+    CONTROL_TABLES,
+    TRACE_TABLES,
+    metadata,
+    trace_traces,
+)
 
-if TYPE_CHECKING:
-    from replaygate.store._engine import Store
+
+class Store(Protocol):
+    """What migration needs of a store (``_engine.Store`` is one): where it is and its connections."""
+
+    path: Path | None
+    dialect: str
+
+    @property
+    def label(self) -> str: ...
+
+    def read(self) -> AbstractContextManager[Connection]: ...
+
+    def write(self) -> AbstractContextManager[Connection]: ...
+
 
 __all__ = ["STORE_SCHEMA_VERSION", "TRACE_SCHEMA_VERSION", "append_only_ddl", "migrate", "versions"]
 
@@ -75,8 +93,13 @@ def _check_not_newer(store: Store, trace: int, control: int) -> None:
 
 
 def _migrate_traces_postgres(conn: Connection, version: int) -> None:
-    if version == 0:  # PostgreSQL stores start at the current trace schema
+    if version == 0:  # a new PostgreSQL store starts at the current trace schema
         metadata.create_all(conn, tables=list(TRACE_TABLES))
+    elif version == 2:  # v3: the canary's covering index replaces trace_traces_by_variant
+        conn.execute(text("DROP INDEX IF EXISTS trace_traces_by_variant"))
+        for index in trace_traces.indexes:
+            index.create(conn, checkfirst=True)
+    if version < TRACE_SCHEMA_VERSION:
         _set_version(conn, "trace_schema", TRACE_SCHEMA_VERSION)
 
 
@@ -94,7 +117,7 @@ def _migrate_control(conn: Connection, dialect: str, version: int) -> None:
 def migrate(store: Store) -> None:
     """Bring the store to the current schema (idempotent; cheap when it is current)."""
     if store.path is not None:  # SQLite: the trace tables are migrated by the embedded writer's own code
-        sqlite_trace_connect(store.path).close()
+        connect_store_db(store.path).close()
     with store.read() as conn:
         trace, control = versions(conn)
     _check_not_newer(store, trace, control)

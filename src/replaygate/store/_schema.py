@@ -88,7 +88,18 @@ trace_traces = Table(
     Index("trace_traces_by_start", "start_ns"),
     Index("trace_traces_by_session", "session_id", "start_ns"),
     Index("trace_traces_by_failure", "failure", "start_ns"),
-    Index("trace_traces_by_variant", "variant", "start_ns"),
+    # covering the canary's per-arm aggregates (SQLite and PostgreSQL read only the index)
+    Index(
+        "trace_traces_by_arm",
+        "variant",
+        "start_ns",
+        "error",
+        "empty",
+        "escalated",
+        "negative_feedback",
+        "latency_s",
+        "trace_id",
+    ),
 )
 trace_feedback = Table(
     "trace_feedback",

@@ -16,15 +16,17 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from replaygate.instrumentation import StoreError
-from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
-from replaygate.instrumentation._store_rows import (
+from replaygate.instrumentation import (
     TRACE_COLUMNS,
+    SpanRecord,
+    StoreError,
+    TraceRecord,
     batch_trace_rows,
     build_records,
-    chunks,
     feedback_value,
+    id_chunks,
     normalize_trace_id,
+    ordered_reasons,
     record_from_row,
     record_to_row,
     trace_id_range,
@@ -107,7 +109,7 @@ class TraceStore:
                     conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": trace_id})
             prior = {
                 row[0]
-                for part in chunks(trace_ids)
+                for part in id_chunks(trace_ids)
                 for row in conn.execute(select(_S.trace_id).distinct().where(_S.trace_id.in_(list(part))))
             }
             upsert(conn, trace_spans, list(rows.values()), ("trace_id", "span_id"))
@@ -265,7 +267,7 @@ def _time(since_ns: int | None, until_ns: int | None) -> list[ColumnElement[bool
 def _load_spans(conn: Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
     spans: dict[str, list[SpanRecord]] = {}
     columns = [trace_spans.c[name] for name in _SPAN_NAMES]
-    for part in chunks(list(trace_ids)):
+    for part in id_chunks(list(trace_ids)):
         query = select(*columns).where(_S.trace_id.in_(list(part))).order_by(_S.start_ns, _S.end_ns)
         for row in conn.execute(query):
             record = record_from_row(row)
@@ -276,7 +278,7 @@ def _load_spans(conn: Connection, trace_ids: Sequence[str]) -> dict[str, list[Sp
 def _load_feedback(conn: Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     feedback: dict[str, list[dict[str, Any]]] = {}
     f = trace_feedback.c
-    for part in chunks(list(trace_ids)):
+    for part in id_chunks(list(trace_ids)):
         query = (
             select(f.trace_id, f.score, f.comment, f.created_ns)
             .where(f.trace_id.in_(list(part)))

@@ -16,7 +16,8 @@ Environment: ``REPLAYGATE_STORE``, ``REPLAYGATE_USERS`` (inline users YAML), ``R
 ``REPLAYGATE_API_TOKEN``.
 """
 
-from replaygate.web._app import CSP, create_app
+from replaygate.web._app import create_app
 from replaygate.web._config import ROLES, User, WebConfig, hash_password, load_users
+from replaygate.web._context import CSP
 
 __all__ = ["CSP", "ROLES", "User", "WebConfig", "create_app", "hash_password", "load_users"]

@@ -18,9 +18,8 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
-from replaygate.canary import CanaryError, Transition, parse_plan
-from replaygate.canary._machine import state_json
-from replaygate.web._app import controller, web_config
+from replaygate.canary import CanaryError, Transition, parse_plan, state_json
+from replaygate.web._context import controller, web_config
 
 __all__ = ["bp", "state_json"]
 

@@ -6,127 +6,32 @@ import json
 import os
 import secrets
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from flask import Flask, Response, abort, current_app, g, redirect, request, session, url_for
-from flask_wtf.csrf import CSRFError, CSRFProtect
+from flask import Flask, Response
+from flask_wtf.csrf import CSRFError
 from replaygate.instrumentation import ReplaygateError
 
-from replaygate.canary import WORDS, CanaryController
-from replaygate.web._config import User, WebConfig
-from replaygate.web._svg import fmt_measure, significant
-from replaygate.web._webstore import WebStore
-
-__all__ = [
-    "CSP",
-    "SESSION_HOURS",
-    "controller",
-    "create_app",
-    "current_user",
-    "login_required",
-    "must_change_password",
-    "promoter_required",
-    "releaser_required",
-    "reviewer_required",
-    "web_config",
-    "web_store",
-]
-
-SESSION_HOURS = 12
-
-#: No inline script or style, nothing from elsewhere; forms post only here.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-    "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+from replaygate.canary import WORDS
+from replaygate.web import (
+    _api,
+    _audit,
+    _auth,
+    _inbox,
+    _labels_view,
+    _measures_view,
+    _reports,
+    _review,
+    _rollout,
 )
-F = TypeVar("F", bound=Callable[..., Any])
-csrf = CSRFProtect()
+from replaygate.web._config import WebConfig, load_users
+from replaygate.web._context import CSP, SESSION_HOURS, csrf, current_user
+from replaygate.web._scheduler import start_scheduled_checks
+from replaygate.web._svg import fmt_measure, significant
 
-
-def web_config() -> WebConfig:
-    """The running app's :class:`WebConfig`."""
-    return cast(WebConfig, current_app.extensions["replaygate"])
-
-
-def controller() -> CanaryController:
-    """The running app's canary controller (opened on first use)."""
-    config = web_config()
-    if config.controller is None:
-        config.controller = CanaryController.open(config.store, policy=config.policy)
-    return config.controller
-
-
-def web_store() -> WebStore:
-    """The page's own tables (sessions, login failures, passwords, audit), opened on first use."""
-    config = web_config()
-    store = config.extra.get("web_store")
-    if store is None:
-        url = config.store if config.controller is None else config.controller.store.url
-        store = config.extra["web_store"] = WebStore(url)
-    return cast(WebStore, store)
-
-
-def current_user() -> User | None:
-    """The logged-in user: a live server-side session (logout revokes it) of a configured user."""
-    if "user" not in g:
-        name, sid = session.get("user"), session.get("sid")
-        user = web_config().users.get(name) if isinstance(name, str) else None
-        if user is not None and (
-            not isinstance(sid, str) or web_store().session_user(sid, SESSION_HOURS * 3600) != user.name
-        ):
-            user = None
-        g.user = user
-    return cast(User | None, g.user)
-
-
-def must_change_password() -> bool:
-    """Whether this session logged in with a one-time password and has not set its own yet."""
-    return bool(session.get("must_change"))
-
-
-def login_required(view: F) -> F:
-    """Views that need a logged-in user (who has replaced a one-time password)."""
-
-    @wraps(view)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if current_user() is None:
-            if request.method != "GET":
-                abort(401)
-            return redirect(url_for("auth.login", next=request.full_path))
-        if must_change_password():
-            if request.method != "GET":
-                abort(403)
-            return redirect(url_for("auth.password"))
-        return view(*args, **kwargs)
-
-    return cast(F, wrapped)
-
-
-def _role_required(allowed: Callable[[User], bool]) -> Callable[[F], F]:
-    def decorate(view: F) -> F:
-        @wraps(view)
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            user = current_user()
-            if user is None:
-                abort(401)
-            if must_change_password() or not allowed(user):
-                abort(403)
-            return view(*args, **kwargs)
-
-        return cast(F, wrapped)
-
-    return decorate
-
-
-#: Actions only a releaser may take: sign, start, widen, promote, roll back (403 for others, 401 nobody).
-releaser_required = _role_required(lambda u: u.can_act)
-#: Marking a newly failing scenario read: reviewers and releasers.
-reviewer_required = _role_required(lambda u: u.can_review)
-#: Promoting a failure into the golden set: responders and releasers.
-promoter_required = _role_required(lambda u: u.can_promote)
+__all__ = ["create_app"]
 
 
 def _security_headers(response: Response) -> Response:
@@ -166,20 +71,6 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
             None (as ``gunicorn 'replaygate.web:create_app()'`` calls it): everything from the
             environment (:meth:`WebConfig.from_env`); a missing secret key stops the start with a message.
     """
-    from replaygate.web import (
-        _api,
-        _audit,
-        _auth,
-        _inbox,
-        _labels_view,
-        _measures_view,
-        _reports,
-        _review,
-        _rollout,
-    )
-    from replaygate.web._config import load_users
-    from replaygate.web._scheduler import start_scheduled_checks
-
     if config is None:
         config = _config_from_env()
     elif isinstance(config, Mapping):

@@ -18,8 +18,8 @@ from flask import Blueprint, flash, redirect, render_template, request, session,
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
-from replaygate.web._app import current_user, web_config, web_store
 from replaygate.web._config import User
+from replaygate.web._context import current_user, web_config, web_store
 
 __all__ = ["bp"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from replaygate.replay._bounded import MAX_YAML_BYTES, load_yaml_bounded, read_text_bounded
+from replaygate.replay import MAX_YAML_BYTES, load_yaml_bounded, read_text_bounded
 from werkzeug.security import generate_password_hash
 
 from replaygate.canary import CanaryController, CanaryError

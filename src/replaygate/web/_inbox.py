@@ -21,11 +21,11 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from replaygate.instrumentation import ReplaygateError, TraceRecord
-from replaygate.replay._scenario import ORIGINS, TIERS  # the choices `replaygate promote` offers
+from replaygate.replay import ORIGINS, TIERS  # the choices `replaygate promote` offers
 from werkzeug.wrappers import Response
 
 from replaygate.golden import GoldenSet, promote_trace, resolve_golden_dir
-from replaygate.web._app import (
+from replaygate.web._context import (
     controller,
     current_user,
     login_required,

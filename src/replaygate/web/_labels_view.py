@@ -29,7 +29,7 @@ from replaygate.labels import (
     now_utc,
     read_labels,
 )
-from replaygate.web._app import controller, current_user, login_required
+from replaygate.web._context import controller, current_user, login_required
 
 __all__ = ["bp"]
 

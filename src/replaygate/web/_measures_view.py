@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from replaygate.web._app import controller, login_required
+from replaygate.web._context import controller, login_required
 from replaygate.web._rollout import measure_charts
 
 __all__ = ["bp"]

@@ -20,7 +20,7 @@ from werkzeug.wrappers import Response
 
 from replaygate.gate import RULE_TITLES, policy_from_mapping
 from replaygate.report import group_tolerances, scenario_interval_chart, suite_delta_chart
-from replaygate.web._app import controller, login_required, web_config, web_store
+from replaygate.web._context import controller, login_required, web_config, web_store
 from replaygate.web._gate_reports import OUTCOME_LABELS, ReportEntry, ReportIndex
 
 __all__ = ["bp", "report_index"]

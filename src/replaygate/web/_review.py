@@ -17,8 +17,14 @@ from werkzeug.wrappers import Response
 
 from replaygate.gate import DECISION_OUTCOMES, DecisionError, unread_scenarios
 from replaygate.report import atomic_write
-from replaygate.web._app import current_user, login_required, releaser_required, reviewer_required, web_store
 from replaygate.web._attempts import scenario_sides
+from replaygate.web._context import (
+    current_user,
+    login_required,
+    releaser_required,
+    reviewer_required,
+    web_store,
+)
 from replaygate.web._gate_reports import ReportEntry
 from replaygate.web._reports import report_index
 

@@ -9,8 +9,8 @@ from markupsafe import Markup
 from werkzeug.wrappers import Response
 
 from replaygate.canary import CanaryController, CanaryError, RolloutState, Transition, parse_plan
-from replaygate.web._app import controller, current_user, login_required, releaser_required
 from replaygate.web._canary_series import measure_series, rollout_markers
+from replaygate.web._context import controller, current_user, login_required, releaser_required
 from replaygate.web._svg import measure_chart
 
 __all__ = ["ROLLBACK_STATES", "bp", "decision_for", "measure_charts"]

@@ -12,6 +12,8 @@ import threading
 
 from flask import Flask
 
+from replaygate.web._context import controller
+
 __all__ = ["start_scheduled_checks"]
 
 _log = logging.getLogger("replaygate.web.scheduler")
@@ -19,8 +21,6 @@ _log = logging.getLogger("replaygate.web.scheduler")
 
 def start_scheduled_checks(app: Flask, interval_s: float) -> threading.Thread:
     """Start the thread (it stops with the process)."""
-    from replaygate.web._app import controller
-
     stop = threading.Event()
 
     def run() -> None:

@@ -117,6 +117,7 @@ from replaygate.instrumentation._agent import (
 from replaygate.instrumentation._collector import SpanCollector
 from replaygate.instrumentation._configure import Instrumentation, configure, health, shutdown
 from replaygate.instrumentation._context import run_in_context, wrap_for_executor
+from replaygate.instrumentation._destinations import absolute_store, describe_destinations
 from replaygate.instrumentation._errors import InstrumentationError, ReplaygateError, StoreError
 from replaygate.instrumentation._feedback import record_feedback
 from replaygate.instrumentation._normalize import (
@@ -124,6 +125,7 @@ from replaygate.instrumentation._normalize import (
     NormalizedSpan,
     Retrieval,
     is_content_attribute,
+    jsonable,
     normalize_span,
     span_record,
     span_to_record,
@@ -137,22 +139,43 @@ from replaygate.instrumentation._records import (
     ToolCall,
     TraceRecord,
     TraceSummary,
+    ordered_reasons,
 )
 from replaygate.instrumentation._routing import RoutingClient, Variant, choose_variant, configure_routing
+from replaygate.instrumentation._settings import ConfigureOptions, resolve_settings
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
 from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
-from replaygate.instrumentation._settings import ConfigureOptions
+from replaygate.instrumentation._store_db import (
+    DEFAULT_STORE,
+    TRACE_MIGRATIONS,
+    TRACE_SCHEMA_VERSION,
+    connect_store_db,
+    resolve_store_url,
+)
+from replaygate.instrumentation._store_rows import (
+    TRACE_COLUMNS,
+    batch_trace_rows,
+    build_records,
+    feedback_value,
+    id_chunks,
+    normalize_trace_id,
+    record_from_row,
+    record_to_row,
+    trace_id_range,
+)
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
-from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch
+from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch, watch_known_providers
+from replaygate.instrumentation._trace_routes import close_route, open_route
 from replaygate.instrumentation.version import __version__
 
 __all__ = [
-    "FAILURE_REASONS",
     "AgentRun",
     "CaptureResult",
     "Chunk",
+    "DEFAULT_STORE",
+    "FAILURE_REASONS",
     "ConfigureOptions",
     "Instrumentation",
     "InstrumentationError",
@@ -165,29 +188,48 @@ __all__ = [
     "SpanRecord",
     "StoreError",
     "StoreSpanExporter",
+    "TRACE_COLUMNS",
+    "TRACE_MIGRATIONS",
+    "TRACE_SCHEMA_VERSION",
     "ToolCall",
     "TraceRecord",
     "TraceStore",
     "TraceSummary",
     "Variant",
     "__version__",
+    "absolute_store",
     "annotate_agent",
+    "batch_trace_rows",
+    "build_records",
     "call_cost",
     "capture",
     "choose_variant",
+    "close_route",
     "configure",
     "configure_routing",
+    "connect_store_db",
     "current_trace_id",
+    "describe_destinations",
+    "feedback_value",
     "health",
+    "id_chunks",
     "is_content_attribute",
+    "jsonable",
     "llm_call",
     "load_prices",
     "mark_clarification",
     "mark_escalation",
     "mark_failure",
     "normalize_span",
+    "normalize_trace_id",
+    "open_route",
+    "ordered_reasons",
     "record_feedback",
+    "record_from_row",
     "record_retrieval",
+    "record_to_row",
+    "resolve_settings",
+    "resolve_store_url",
     "retrieval",
     "run_in_context",
     "shutdown",
@@ -196,9 +238,11 @@ __all__ = [
     "summarize_spans",
     "tool_call",
     "trace_agent",
+    "trace_id_range",
     "trace_llm",
     "trace_retriever",
     "trace_tool",
     "watch",
+    "watch_known_providers",
     "wrap_for_executor",
 ]

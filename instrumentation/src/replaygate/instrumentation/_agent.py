@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import limit_text, text_of, to_json
 from replaygate.instrumentation._health import fault
 from replaygate.instrumentation._records import FAILURE_REASONS

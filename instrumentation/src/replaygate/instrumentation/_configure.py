@@ -19,7 +19,6 @@ from replaygate.instrumentation._errors import InstrumentationError
 from replaygate.instrumentation._export import ExportSink, Pipeline, Slot
 from replaygate.instrumentation._health import HEALTH, fault
 from replaygate.instrumentation._redaction import Redactor
-from replaygate.instrumentation._semconv import SCHEMA_URL
 from replaygate.instrumentation._settings import (
     ConfigureOptions,
     Settings,
@@ -27,6 +26,7 @@ from replaygate.instrumentation._settings import (
     resolve_settings,
 )
 from replaygate.instrumentation._state import SCOPE, STATE, Instrumentation
+from replaygate.instrumentation.semconv import SCHEMA_URL
 from replaygate.instrumentation.version import __version__
 
 if TYPE_CHECKING:

@@ -45,7 +45,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._records import Chunk, LlmCall, SpanKind, SpanRecord, ToolCall
 
 __all__ = [
@@ -88,7 +88,7 @@ _TRACELOOP_KINDS: dict[str, SpanKind] = {"agent": "agent", "tool": "tool"}
 _LLM_REQUEST_TYPES = frozenset({"chat", "completion", "embedding", "rerank"})
 _STATUS = {StatusCode.OK: "ok", StatusCode.ERROR: "error", StatusCode.UNSET: "unset"}
 
-# Deprecated / other-dialect names (the current GenAI names are in _semconv).
+# Deprecated / other-dialect names (the current GenAI names are in semconv).
 _GEN_AI_SYSTEM = "gen_ai.system"
 _PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"
 _COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"

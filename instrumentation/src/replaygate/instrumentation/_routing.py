@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from opentelemetry import trace
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._agent import annotate_agent
 from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_path
 

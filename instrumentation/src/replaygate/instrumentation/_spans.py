@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._agent import record_error
 from replaygate.instrumentation._encoding import limit_text, mapping_get, message_json, text_of, to_json
 from replaygate.instrumentation._health import fault

@@ -35,14 +35,14 @@ from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation._normalize import span_to_record
 from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
-from replaygate.instrumentation._store_db import connect, resolve_store_path, write_transaction
+from replaygate.instrumentation._store_db import connect_store_db, resolve_store_path, write_transaction
 from replaygate.instrumentation._store_rows import (
     SPAN_COLUMNS,
     TRACE_COLUMNS,
     batch_trace_rows,
     build_records,
-    chunks,
     feedback_value,
+    id_chunks,
     load_feedback,
     load_spans,
     marks,
@@ -75,7 +75,7 @@ class TraceStore:
         self.path: Path = resolve_store_path(url_or_path)
         self._create = create
         self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = connect(self.path, create=create)
+        self._conn: sqlite3.Connection | None = connect_store_db(self.path, create=create)
         self._pid = os.getpid()
 
     def __enter__(self) -> TraceStore:
@@ -91,7 +91,7 @@ class TraceStore:
         if self._conn is None:
             raise StoreError(f"trace store {self.path} is closed: open a new TraceStore")
         if self._pid != os.getpid():  # a forked child must not share the parent's SQLite handle
-            self._conn = connect(self.path, create=self._create)
+            self._conn = connect_store_db(self.path, create=self._create)
             self._pid = os.getpid()
         return self._conn
 
@@ -134,7 +134,7 @@ class TraceStore:
         def work(conn: sqlite3.Connection) -> None:
             prior = {
                 row[0]
-                for part in chunks(trace_ids)
+                for part in id_chunks(trace_ids)
                 for row in conn.execute(
                     f"SELECT DISTINCT trace_id FROM trace_spans WHERE trace_id IN ({marks(len(part))})",
                     list(part),

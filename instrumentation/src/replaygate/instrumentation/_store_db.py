@@ -21,10 +21,10 @@ from replaygate.instrumentation._store_rows import record_from_row, record_to_ro
 
 __all__ = [
     "DEFAULT_STORE",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
+    "TRACE_MIGRATIONS",
+    "TRACE_SCHEMA_VERSION",
     "STORE_ENV",
-    "connect",
+    "connect_store_db",
     "record_from_row",
     "record_to_row",
     "resolve_store_path",
@@ -34,7 +34,7 @@ __all__ = [
 
 STORE_ENV = "REPLAYGATE_STORE"
 DEFAULT_STORE = ".replaygate/replaygate.db"
-SCHEMA_VERSION = 2
+TRACE_SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 WRITE_DEADLINE_S = 60.0
 
@@ -75,11 +75,19 @@ _SCHEMA_V2: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     refresh_all_traces,
 )
 
+# v3: the canary's per-arm aggregate reads only this index (counts, flags, latency, the sampling key).
+_SCHEMA_V3: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "DROP INDEX IF EXISTS trace_traces_by_variant",
+    "CREATE INDEX IF NOT EXISTS trace_traces_by_arm ON trace_traces "
+    "(variant, start_ns, error, empty, escalated, negative_feedback, latency_s, trace_id)",
+)
+
 #: Steps that bring a store from version ``v`` to ``v + 1``, keyed by ``v`` (0 = empty file): SQL
 #: statements, or functions run on the connection inside the same transaction.
-MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
+TRACE_MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     0: _SCHEMA_V1,
     1: _SCHEMA_V2,
+    2: _SCHEMA_V3,
 }
 
 
@@ -171,16 +179,16 @@ def _version(conn: sqlite3.Connection) -> int:
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     version = _version(conn)
-    if version > SCHEMA_VERSION:
+    if version > TRACE_SCHEMA_VERSION:
         raise StoreError(
             f"trace store {path} has schema version {version}, newer than this replaygate-instrumentation "
-            f"understands ({SCHEMA_VERSION}): upgrade replaygate-instrumentation or use another store"
+            f"understands ({TRACE_SCHEMA_VERSION}): upgrade replaygate-instrumentation or use another store"
         )
     conn.execute(
         "CREATE TABLE IF NOT EXISTS trace_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)"
     )
-    while version < SCHEMA_VERSION:
-        for step in MIGRATIONS[version]:
+    while version < TRACE_SCHEMA_VERSION:
+        for step in TRACE_MIGRATIONS[version]:
             if callable(step):
                 step(conn)
             else:
@@ -189,7 +197,7 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("INSERT OR REPLACE INTO trace_schema (id, version) VALUES (1, ?)", (version,))
 
 
-def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
+def connect_store_db(path: Path, *, create: bool = True) -> sqlite3.Connection:
     """Open (and create or migrate) the store at ``path``; every failure is a :class:`StoreError`."""
     if path.is_dir():
         raise StoreError(
@@ -216,7 +224,7 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
         if str(mode).lower() != "wal":
             _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
         conn.execute("PRAGMA synchronous = NORMAL")
-        if _version(conn) != SCHEMA_VERSION:
+        if _version(conn) != TRACE_SCHEMA_VERSION:
             write_transaction(conn, lambda c: _migrate(c, path))
     except StoreError:
         conn.close()

@@ -33,7 +33,7 @@ __all__ = [
     "feedback_value",
     "normalize_trace_id",
     "trace_id_range",
-    "chunks",
+    "id_chunks",
     "record_from_row",
     "record_to_row",
     "refresh_all_traces",
@@ -202,14 +202,14 @@ def time_filter(since_ns: int | None, until_ns: int | None) -> tuple[list[str], 
     return clauses, params
 
 
-def chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
+def id_chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
     for index in range(0, len(ids), size):
         yield ids[index : index + size]
 
 
 def load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
     spans: dict[str, list[SpanRecord]] = {}
-    for part in chunks(trace_ids):
+    for part in id_chunks(trace_ids):
         rows = conn.execute(
             f"SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id IN ({marks(len(part))}) "
             "ORDER BY start_ns, end_ns",
@@ -223,7 +223,7 @@ def load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, 
 
 def load_feedback(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     feedback: dict[str, list[dict[str, Any]]] = {}
-    for part in chunks(trace_ids):
+    for part in id_chunks(trace_ids):
         rows = conn.execute(
             f"SELECT trace_id, score, comment, created_ns FROM trace_feedback "
             f"WHERE trace_id IN ({marks(len(part))}) ORDER BY created_ns, id",
@@ -312,7 +312,7 @@ def upsert_trace(conn: sqlite3.Connection, spans: list[SpanRecord], scores: list
 def refresh_all_traces(conn: sqlite3.Connection) -> None:
     """Recompute every trace row from its spans and feedback (a migration that adds row columns)."""
     ids = [row[0] for row in conn.execute("SELECT trace_id FROM trace_traces")]
-    for part in chunks(ids):
+    for part in id_chunks(ids):
         spans = load_spans(conn, part)
         feedback = load_feedback(conn, part)
         for trace_id in part:

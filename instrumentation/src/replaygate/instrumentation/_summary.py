@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._normalize import (
     NormalizedSpan,
     decode_json,

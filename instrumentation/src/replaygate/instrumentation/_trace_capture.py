@@ -42,7 +42,7 @@ from replaygate.instrumentation._state import STATE
 from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_routes import close_route, open_route
 
-__all__ = ["CaptureResult", "capture", "global_provider", "watch"]
+__all__ = ["CaptureResult", "capture", "global_provider", "watch", "watch_known_providers"]
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
@@ -68,6 +68,15 @@ def global_provider(service_name: str | None = None) -> TracerProvider | None:
         trace.set_tracer_provider(TracerProvider(resource=Resource.create(attrs)))
         current = trace.get_tracer_provider()
     return current if isinstance(current, TracerProvider) else None
+
+
+def watch_known_providers() -> None:
+    """Watch the global SDK provider (created when there is none) and every provider ``configure`` wired."""
+    provider = global_provider()
+    if provider is not None:
+        watch(provider)
+    for configured in list(STATE.slots.keys()):
+        watch(configured)
 
 
 def _new_id(bits: int) -> int:

@@ -30,7 +30,17 @@ endpoint) writes the next turn, every turn goes through the session, and the att
 """
 
 from replaygate.replay._artifacts import read_artifacts
-from replaygate.replay._candidate import Candidate, declared_versions
+from replaygate.replay._bounded import (
+    MAX_YAML_BYTES,
+    BoundedDictReader,
+    check_format_version,
+    load_json_bounded,
+    load_yaml_bounded,
+    read_text_bounded,
+    validation_summary,
+)
+from replaygate.replay._calibrate import CALIBRATION_LABELS, CalibrationResult, calibrate_judge, load_labels
+from replaygate.replay._candidate import Candidate, declared_versions, load_config
 from replaygate.replay._errors import (
     JudgeError,
     ReplayError,
@@ -38,9 +48,21 @@ from replaygate.replay._errors import (
     ScenarioError,
     TargetError,
 )
-from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
+from replaygate.replay._filelock import LockBusyError, exclusive_lock
+from replaygate.replay._fingerprint import (
+    build_fingerprint,
+    fingerprint_differences,
+    git_commit,
+    judge_identity,
+)
 from replaygate.replay._http_target import HttpTarget
-from replaygate.replay._journal import journal_path, read_journal
+from replaygate.replay._journal import (
+    JournalWriter,
+    journal_path,
+    read_journal,
+    read_journal_fingerprint,
+    restore_journal,
+)
 from replaygate.replay._judges import (
     Judge,
     JudgeVerdict,
@@ -62,8 +84,9 @@ from replaygate.replay._measures import (
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
 from replaygate.replay._progress import ProgressLines
+from replaygate.replay._regex import needs_backtracking
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
-from replaygate.replay._run_summary import summarize_attempts, summary_headline, summary_lines
+from replaygate.replay._run_summary import error_lines, summarize_attempts, summary_headline, summary_lines
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -76,12 +99,19 @@ from replaygate.replay._runfile import (
     RetrievalScores,
     RunFile,
     ScenarioEntry,
+    attempt_digest,
     content_hash,
+    digest_of,
     load_run,
     save_run,
 )
 from replaygate.replay._runner import run_suite, run_suite_async
 from replaygate.replay._scenario import (
+    ORIGINS,
+    STATES,
+    TIERS,
+    ActiveStatus,
+    ChangelogEntry,
     Check,
     ContainsCheck,
     ContextRelevanceJudgeSpec,
@@ -93,10 +123,13 @@ from replaygate.replay._scenario import (
     GroundednessJudgeSpec,
     JsonSchemaCheck,
     JudgeSpec,
+    KnownFailureStatus,
     MaxCharsCheck,
     MaxStepsCheck,
     NotContainsCheck,
     OutputRegexCheck,
+    QuarantinedStatus,
+    RetiredStatus,
     RetrievalLabels,
     Scenario,
     ScriptRule,
@@ -109,11 +142,14 @@ from replaygate.replay._scenario import (
     parse_scenario,
     save_scenario,
     scenario_content_hash,
+    scenario_files,
     scenario_json_schema,
     suite_hash,
 )
+from replaygate.replay._scenario_io import suite_hash_of, write_atomic
+from replaygate.replay._scenario_model import ID_PATTERN
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
-from replaygate.replay._selection import counts_in_gate, select_scenarios
+from replaygate.replay._selection import HOLDOUT_TIERS, counts_in_gate, select_scenarios
 from replaygate.replay._shard import in_shard, parse_shard
 from replaygate.replay._simulator import (
     LlmSimulator,
@@ -126,18 +162,15 @@ from replaygate.replay._target import CallableTarget, Target, TargetOutput, load
 from replaygate.replay.version import __version__
 
 __all__ = [
-    "NO_LLM_CALL",
-    "RUN_FORMAT_VERSION",
-    "GuardrailMeasures",
-    "call_cost",
-    "compute_measures",
-    "guardrail_measures",
-    "percentile",
-    "scored_attempts",
+    "ActiveStatus",
     "Attempt",
     "AttemptStatus",
+    "BoundedDictReader",
+    "CALIBRATION_LABELS",
+    "CalibrationResult",
     "CallableTarget",
     "Candidate",
+    "ChangelogEntry",
     "Check",
     "CheckResult",
     "ContainsCheck",
@@ -150,28 +183,41 @@ __all__ = [
     "ForbiddenOutputRegexCheck",
     "ForbiddenToolsCheck",
     "GroundednessJudgeSpec",
+    "GuardrailMeasures",
+    "HOLDOUT_TIERS",
     "HttpTarget",
+    "ID_PATTERN",
+    "JournalWriter",
     "JsonSchemaCheck",
     "Judge",
     "JudgeError",
     "JudgeResult",
     "JudgeSpec",
     "JudgeVerdict",
+    "KnownFailureStatus",
     "LlmJudge",
     "LlmSimulator",
+    "LockBusyError",
+    "MAX_YAML_BYTES",
     "MaxCharsCheck",
     "MaxStepsCheck",
     "Measures",
+    "NO_LLM_CALL",
     "NotContainsCheck",
+    "ORIGINS",
     "OfflineContextRelevanceJudge",
     "OfflineGroundednessJudge",
     "OutputRegexCheck",
     "ProgressLines",
+    "QuarantinedStatus",
+    "RUN_FORMAT_VERSION",
     "ReplayError",
+    "RetiredStatus",
     "RetrievalLabels",
     "RetrievalScores",
     "RunFile",
     "RunFileError",
+    "STATES",
     "Scenario",
     "ScenarioEntry",
     "ScenarioError",
@@ -181,35 +227,55 @@ __all__ = [
     "Simulator",
     "SimulatorError",
     "StopWhen",
+    "TIERS",
     "Target",
     "TargetError",
     "TargetOutput",
     "ToolArgsCheck",
     "ValuesFromToolsCheck",
     "__version__",
+    "attempt_digest",
     "build_fingerprint",
+    "calibrate_judge",
+    "call_cost",
+    "check_format_version",
+    "compute_measures",
     "content_hash",
     "counts_in_gate",
     "create_judge",
     "create_judges",
     "create_simulator",
     "declared_versions",
+    "digest_of",
     "dump_scenario",
+    "error_lines",
+    "exclusive_lock",
     "fingerprint_differences",
     "git_commit",
+    "guardrail_measures",
     "in_shard",
     "journal_path",
+    "judge_identity",
     "judges_from_fingerprint",
+    "load_config",
+    "load_json_bounded",
+    "load_labels",
     "load_run",
-    "read_artifacts",
     "load_scenario",
     "load_scenarios",
     "load_target",
+    "load_yaml_bounded",
     "merge_runs",
+    "needs_backtracking",
     "parse_scenario",
     "parse_shard",
+    "percentile",
+    "read_artifacts",
     "read_journal",
+    "read_journal_fingerprint",
+    "read_text_bounded",
     "register_judge",
+    "restore_journal",
     "retrieval_metrics",
     "retrieval_summary",
     "run_suite",
@@ -217,11 +283,16 @@ __all__ = [
     "save_run",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_files",
     "scenario_json_schema",
     "score_attempt",
+    "scored_attempts",
     "select_scenarios",
     "suite_hash",
+    "suite_hash_of",
     "summarize_attempts",
     "summary_headline",
     "summary_lines",
+    "validation_summary",
+    "write_atomic",
 ]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import pydantic_core
-from replaygate.instrumentation._records import SpanRecord
+from replaygate.instrumentation import SpanRecord
 from replaygate.replay._batch_queue import STOP, next_batch
 
 __all__ = ["ARTIFACTS_FILE", "Artifact", "ArtifactWriter", "artifacts_path", "read_artifacts"]

@@ -15,17 +15,18 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from replaygate.instrumentation._records import TraceSummary
-from replaygate.instrumentation._summary import summarize_spans
+from replaygate.instrumentation import TraceSummary, summarize_spans
 from replaygate.replay._artifacts import Artifact, ArtifactWriter
+from replaygate.replay._attempt_summary import AttemptSummaries
 from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._errors import TargetError
-from replaygate.replay._fingerprint import utc_now
 from replaygate.replay._followups import converse, converse_blocking
 from replaygate.replay._measures import compute_measures
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
+from replaygate.replay._scenario_checks import Check
+from replaygate.replay._scoring import score_attempt
 from replaygate.replay._simulator import Simulator, SimulatorError
 from replaygate.replay._target import Target, TargetOutput
 from replaygate.replay._turn_checks import run_turn_checks, split_turn_checks
@@ -77,6 +78,23 @@ class BlockingCall(Protocol):
     ) -> TargetOutput: ...
 
 
+class _Clock:
+    """``utc_now()`` (ISO 8601 UTC, seconds), formatted once per second instead of once per attempt."""
+
+    __slots__ = ("second", "text")
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.text = ""
+
+    def now(self) -> str:
+        second = int(time.time())
+        if second != self.second:
+            self.text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+            self.second = second
+        return self.text
+
+
 def _raised(root: AttemptSpan, exc: BaseException) -> str:
     root.record_exception(exc)  # the traceback, in the attempt's artifact
     return f"target raised {type(exc).__name__}: {exc}"
@@ -125,13 +143,45 @@ class AttemptRunner:
         self.run_id = run_id
         self.artifacts = artifacts
         self.simulator = simulator
+        self._clock = _Clock()
+        self._summaries = AttemptSummaries()
+        self._split: dict[int, tuple[Scenario, Scenario, list[Check]]] = {}
+        self._artifact_path = str(artifacts.path) if artifacts is not None and artifacts.usable else None
+        # The built-in scorer awaits nothing for a scenario without judges: such attempts are scored at once
+        # (:meth:`finish_now`) instead of in a task of their own.
+        self._inline = scorer is score_attempt
+
+    def scores_at_once(self, scenario: Scenario) -> bool:
+        """Whether :meth:`finish_now` can score this scenario's attempts (nothing to await: no judges)."""
+        return self._inline and not scenario.judges
+
+    def finish_now(self, called: Called) -> Attempt:
+        """:meth:`finish`, for an attempt of a scenario :meth:`scores_at_once` accepts, without a task.
+
+        Raises:
+            RuntimeError: scoring tried to wait for something (the scenario was not one to score at once).
+        """
+        coro = self.finish(called)
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            attempt: Attempt = stop.value
+            return attempt
+        coro.close()
+        raise RuntimeError(f"scoring {called.scenario.id}#{called.index} waited; score it in a task")
+
+    def _split_checks(self, scenario: Scenario) -> tuple[Scenario, list[Check]]:
+        held = self._split.get(id(scenario))
+        if held is None or held[0] is not scenario:
+            held = self._split[id(scenario)] = (scenario, *split_turn_checks(scenario))
+        return held[1], held[2]
 
     def begin(self, scenario: Scenario, index: int) -> Flight:
         """Open one attempt: its root span (not yet current) and its start."""
         attributes = {"replaygate.scenario.id": scenario.id, "replaygate.attempt.index": index}
         root = AttemptSpan(attributes)
         self.capture.track(root)
-        return Flight(scenario, index, root, utc_now(), time.perf_counter())
+        return Flight(scenario, index, root, self._clock.now(), time.perf_counter())
 
     def _session(self, flight: Flight) -> str:
         return f"{self.run_id}/{flight.scenario.id}/{flight.index}"
@@ -237,12 +287,12 @@ class AttemptRunner:
         scenario, index, output, error = called.scenario, called.index, called.output, called.error
         spans, latency_s, trace_id, started = called.spans, called.latency_s, called.trace_id, called.started
         try:
-            summary = summarize_spans(spans)
+            summary = self._summaries(spans)
         except Exception as exc:  # spans that cannot be read make an error, never a silent pass
             summary = summarize_spans([])
             output, error = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}"
         writer = self.artifacts
-        path = str(writer.path) if writer is not None and writer.usable else None
+        path = self._artifact_path if writer is not None and writer.usable else None
         attempt = await self._score(
             scenario, index, output, error, summary, latency_s, trace_id, started, path, spans
         )
@@ -291,7 +341,7 @@ class AttemptRunner:
                 measures=_error_measures(summary, latency_s),
                 **common,
             )
-        last_only, by_turn = split_turn_checks(scenario)
+        last_only, by_turn = self._split_checks(scenario)
         try:
             # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
             with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):

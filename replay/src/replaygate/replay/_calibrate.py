@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
-from replaygate.instrumentation._records import Chunk
+from replaygate.instrumentation import Chunk
 from replaygate.replay._bounded import BoundedDictReader
 from replaygate.replay._errors import ReplayError
 from replaygate.replay._judges import Judge

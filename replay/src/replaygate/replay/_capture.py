@@ -34,11 +34,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 from opentelemetry.util import types
-from replaygate.instrumentation import SpanRecord
-from replaygate.instrumentation._normalize import jsonable
-from replaygate.instrumentation._state import STATE
-from replaygate.instrumentation._trace_capture import global_provider, watch
-from replaygate.instrumentation._trace_routes import close_route, open_route
+from replaygate.instrumentation import SpanRecord, close_route, jsonable, open_route, watch_known_providers
 
 __all__ = ["ATTEMPT_SPAN_NAME", "FOREIGN_PROVIDER_HINT", "AttemptSpan", "Capture", "open_capture"]
 
@@ -234,9 +230,5 @@ class Capture:
 
 def open_capture() -> Capture:
     """Watch every provider the agent's spans may go to and return the run's :class:`Capture`."""
-    provider = global_provider()
-    if provider is not None:
-        watch(provider)
-    for configured in list(STATE.slots.keys()):
-        watch(configured)
+    watch_known_providers()
     return Capture()

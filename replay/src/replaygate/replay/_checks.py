@@ -21,7 +21,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 import jsonschema
-from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation import TraceSummary
 from replaygate.replay._measures import is_empty_answer
 from replaygate.replay._regex import CheckBudgetError
 from replaygate.replay._runfile import CheckResult

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from replaygate.replay._errors import TargetError
-from replaygate.replay._target import TargetOutput, parse_target_output
+from replaygate.replay._target_types import TargetOutput, parse_target_output
 
 if TYPE_CHECKING:  # httpx is imported when an HttpTarget is made: most runs call an in-process target
     import httpx

@@ -2,8 +2,11 @@
 
 Line 1 is a header (run id, fingerprint, scenarios, shard, policy); each further line is one finished
 attempt. One writer thread drains a queue, writes every waiting line, then fsyncs once (group commit), so
-fifty concurrent attempts share one fsync instead of paying fifty in turn; the header's own fsync is the
-thread's first job, so the run starts without waiting for the disk. A process killed mid-write
+fifty concurrent attempts share one fsync instead of paying fifty in turn. A group gathers for at least
+:data:`GROUP_S` after the previous fsync began (at most about 1 / ``GROUP_S`` fsyncs a second, however
+fast the attempts finish), so a finished attempt is durable within ``GROUP_S`` plus one fsync of being
+handed over; :meth:`JournalWriter.close` does not wait. The header's own fsync is the thread's first job,
+so the run starts without waiting for the disk. A process killed mid-write
 leaves at most a torn last line, which :func:`read_journal` ignores and :class:`JournalWriter` cuts off
 before appending.
 
@@ -18,6 +21,7 @@ import json
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -26,9 +30,17 @@ from pydantic import ValidationError
 from replaygate.replay._batch_queue import STOP, next_batch
 from replaygate.replay._bounded import parse_json_bounded
 from replaygate.replay._errors import RunFileError
-from replaygate.replay._runfile import Attempt, Fingerprint, attempt_digest, attempts_digest, load_run
+from replaygate.replay._runfile import (
+    Attempt,
+    Fingerprint,
+    attempt_digest,
+    attempt_json,
+    attempts_digest,
+    load_run,
+)
 
 __all__ = [
+    "GROUP_S",
     "HEADER_LATER",
     "JOURNAL_SUFFIX",
     "JournalState",
@@ -41,6 +53,9 @@ __all__ = [
 ]
 
 JOURNAL_SUFFIX = ".journal"
+
+#: The least time between the starts of two group commits (seconds): the bound on the added latency.
+GROUP_S = 0.02
 
 #: ``JournalWriter(path, header=HEADER_LATER)``: a new journal whose header comes with :meth:`write_header`.
 HEADER_LATER: Any = object()
@@ -176,10 +191,8 @@ def restore_journal(out_path: str | os.PathLike[str]) -> Path:
         with open(tmp, "wb") as fh:
             fh.write(_line({"kind": "header", **header}))
             for a in run.attempts:
-                line = (
-                    f'{{"kind":"attempt","sha256":"{attempt_digest(a)}","attempt":{a.model_dump_json()}}}\n'
-                )
-                fh.write(line.encode("utf-8"))
+                text, digest = attempt_json(a)
+                fh.write(f'{{"kind":"attempt","sha256":"{digest}","attempt":{text}}}\n'.encode())
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -282,26 +295,26 @@ class JournalWriter:
         except Exception as exc:  # reported to the runner by the next append/flush/close
             self._error = exc
         stop = False
+        synced = time.monotonic()
         while not stop:
             items: list[Attempt]
-            items, stop = next_batch(self._queue)
+            items, stop = next_batch(self._queue, until=synced + GROUP_S)
             if items and self._error is None:
+                synced = time.monotonic()
                 try:
-                    texts = [(a, a.model_dump_json()) for a in items]
-                    sums = [attempt_digest(a) for a in items]
+                    done = [(a, *attempt_json(a)) for a in items]
                     data = "".join(
-                        f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n'
-                        for h, (_, text) in zip(sums, texts, strict=True)
+                        f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n' for _, text, h in done
                     )
                     self._fh.write(data.encode("utf-8"))
                     self._fh.flush()
                     os.fsync(self._fh.fileno())
                     self.fsyncs += 1
                     self._header_unsynced = False
-                    self.serialized.update(((a.scenario_id, a.index), (a, text)) for a, text in texts)
-                    self.digests.update(
-                        ((a.scenario_id, a.index), (a, h)) for a, h in zip(items, sums, strict=True)
-                    )
+                    for a, text, h in done:
+                        key = (a.scenario_id, a.index)
+                        self.serialized[key] = (a, text)
+                        self.digests[key] = (a, h)
                 except Exception as exc:  # reported to the runner by the next append/flush/close
                     self._error = exc
             with self._cond:

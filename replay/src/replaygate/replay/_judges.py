@@ -19,17 +19,18 @@ Environment variables read by :func:`create_judges` for ``kind="llm"`` when an a
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from replaygate.instrumentation._records import Chunk
 from replaygate.replay._errors import JudgeError
+from replaygate.replay._judge_registry import REGISTRY, Judge, JudgeVerdict, register_judge
+from replaygate.replay._llm_judge import LlmJudge
+from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
 from replaygate.replay._runfile import Fingerprint, JudgeSpec
 
 __all__ = [
+    "BUILTIN_JUDGES",
     "Judge",
     "JudgeVerdict",
     "create_judge",
@@ -42,72 +43,14 @@ __all__ = [
     "registered_judges",
 ]
 
-JudgeMode = Literal["answer", "claims"]
+BUILTIN_JUDGES = (LlmJudge, OfflineContextRelevanceJudge, OfflineGroundednessJudge)  # registered on import
 _SECRET_ARGS = frozenset({"api_key"})
 _SPEC_ATTR = "_replaygate_judge_spec"
 
 
-@dataclass(frozen=True)
-class JudgeVerdict:
-    """What a judge says: a score in [0, 1], an overall verdict when it gives one, and why.
-
-    ``claims`` (groundedness, claims mode) holds ``{"claim", "supported", "document_id"}`` items;
-    ``chunks`` (context relevance) holds ``{"document_id", "relevant"}`` items.
-    """
-
-    score: float
-    verdict: bool | None = None
-    detail: str = ""
-    claims: tuple[dict[str, Any], ...] = ()
-    chunks: tuple[dict[str, Any], ...] = field(default=())
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """A judge of one attempt.
-
-    Groundedness judges (``needs_question = False``) are called with ``question=None`` and must score
-    the answer against the chunks only; context-relevance judges receive the question.
-    """
-
-    name: str
-    model: str | None
-    prompt_version: str
-    needs_question: bool
-
-    async def judge(
-        self,
-        *,
-        answer: str,
-        chunks: Sequence[Chunk],
-        question: str | None = None,
-        mode: JudgeMode = "answer",
-    ) -> JudgeVerdict:
-        """Judge one attempt; raise :class:`JudgeError` when no valid verdict can be had."""
-        ...
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-_REGISTRY: dict[str, Callable[..., Any]] = {}
-
-
-def register_judge(name: str) -> Callable[[F], F]:
-    """Register a judge factory (class or function) under ``name`` for :func:`create_judge`."""
-
-    def decorate(factory: F) -> F:
-        existing = _REGISTRY.get(name)
-        if existing is not None and existing is not factory:
-            raise ValueError(f"a judge named {name!r} is already registered ({existing!r})")
-        _REGISTRY[name] = factory
-        return factory
-
-    return decorate
-
-
 def registered_judges() -> list[str]:
     """The names of all registered judge factories."""
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return sorted(REGISTRY)
 
 
 def create_judge(name: str, **args: Any) -> Judge:
@@ -116,10 +59,9 @@ def create_judge(name: str, **args: Any) -> Judge:
     Raises:
         JudgeError: no judge is registered under ``name``, or the factory rejected the arguments.
     """
-    _load_builtin()
-    factory = _REGISTRY.get(name)
+    factory = REGISTRY.get(name)
     if factory is None:
-        known = ", ".join(sorted(_REGISTRY)) or "none"
+        known = ", ".join(sorted(REGISTRY)) or "none"
         raise JudgeError(f"unknown judge {name!r}; registered judges: {known}")
     try:
         judge = factory(**args)
@@ -278,9 +220,3 @@ def _same_identity(judges: dict[str, Judge], model: str | None, prompt: str | No
             f"model have prompt version {now_prompt}: use the replaygate version the run was made with"
         )
     return judges
-
-
-def _load_builtin() -> None:
-    # The built-in judges register themselves on import; imported lazily to avoid an import cycle.
-    for module in ("replaygate.replay._llm_judge", "replaygate.replay._offline_judge"):
-        importlib.import_module(module)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal, cast, get_args
 
-from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation import TraceSummary
 from replaygate.replay._measures import is_escalated
 
 __all__ = ["LABELS", "Label", "derive_label", "looks_like_refusal"]

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from replaygate.instrumentation._records import Chunk
+from replaygate.instrumentation import Chunk
 from replaygate.replay._errors import JudgeError
-from replaygate.replay._judges import JudgeMode, JudgeVerdict, register_judge
+from replaygate.replay._judge_registry import JudgeMode, JudgeVerdict, register_judge
 
 __all__ = ["LlmJudge", "build_messages", "response_schema"]
 

@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from replaygate.instrumentation._records import Chunk
-from replaygate.replay._judges import JudgeMode, JudgeVerdict, register_judge
+from replaygate.instrumentation import Chunk
+from replaygate.replay._judge_registry import JudgeMode, JudgeVerdict, register_judge
 
 __all__ = [
     "OfflineContextRelevanceJudge",

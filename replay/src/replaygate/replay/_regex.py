@@ -24,8 +24,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -85,14 +83,25 @@ class Found:
         return self.captured
 
 
-@contextmanager
-def check_deadline(deadline: float | None) -> Iterator[None]:
-    """Checks run inside this block stop at ``deadline`` (a ``time.monotonic()`` value)."""
-    token = _deadline.set(deadline)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+class check_deadline:  # noqa: N801 - used as a function: ``with check_deadline(t):``
+    """Checks run inside this block stop at ``deadline`` (a ``time.monotonic()`` value).
+
+    A class rather than a ``contextmanager`` generator: the runner enters one per attempt.
+    """
+
+    __slots__ = ("_token", "deadline")
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+        self._token: contextvars.Token[float | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _deadline.set(self.deadline)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _deadline.reset(self._token)
+            self._token = None
 
 
 def _options() -> Any:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from replaygate.instrumentation._records import Chunk
+from replaygate.instrumentation import Chunk
 from replaygate.replay._runfile import Attempt, RetrievalScores
 
 __all__ = [

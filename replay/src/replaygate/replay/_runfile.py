@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from replaygate.replay._bounded import (
     check_format_version,
@@ -36,6 +37,7 @@ __all__ = [
     "RunFile",
     "ScenarioEntry",
     "attempt_digest",
+    "attempt_json",
     "attempts_digest",
     "content_hash",
     "digest_of",
@@ -208,6 +210,24 @@ def attempt_digest(attempt: Attempt) -> str:
     """The sha256 (hex) of one attempt's JSON, without its ``artifact_path`` (a best-effort pointer)."""
     text = attempt.model_dump_json(exclude={"artifact_path"})
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_STARTED = ',"started":'
+
+
+def attempt_json(attempt: Attempt) -> tuple[str, str]:
+    """The attempt's JSON (``model_dump_json()``) and its :func:`attempt_digest`, serialized once.
+
+    The JSON without ``artifact_path`` is hashed; the full JSON is that text with the field put back
+    before ``started`` (the field that follows it: only ``conversation``, whose turns have fixed keys,
+    comes after, so the last ``,"started":`` is the attempt's own).
+    """
+    bare = attempt.model_dump_json(exclude={"artifact_path"})
+    digest = hashlib.sha256(bare.encode("utf-8")).hexdigest()
+    at = bare.rfind(_STARTED)
+    path = attempt.artifact_path
+    field = '"artifact_path":' + (pydantic_core.to_json(path).decode("utf-8") if path is not None else "null")
+    return f"{bare[: at + 1]}{field},{bare[at + 1 :]}", digest
 
 
 def attempts_digest(digests: Iterable[str]) -> str:

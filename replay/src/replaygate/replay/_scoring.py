@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from replaygate.instrumentation._records import TraceSummary
+from replaygate.instrumentation import TraceSummary
 from replaygate.replay._checks import CheckContext, run_checks
 from replaygate.replay._judges import Judge, JudgeVerdict
 from replaygate.replay._labels import derive_label
@@ -183,7 +183,7 @@ async def score_attempt(
     measures = compute_measures(
         summary, answer=answer, latency_s=latency_s, declares_no_llm=scenario.tags.get("llm_calls") == "none"
     )
-    failed = any(not c.passed for c in checks) or any(not j.passed for j in judge_results)
+    failed = not all([c.passed for c in checks]) or not all([j.passed for j in judge_results])
     status: AttemptStatus = "error" if errors else "fail" if failed else "pass"
     attribution: Literal["retrieval", "generation"] | None = None
     if status == "fail" and labels is not None and scored_labels:

@@ -15,12 +15,12 @@ import inspect
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from replaygate.replay._daemon_pool import DaemonThreadPool
 from replaygate.replay._errors import TargetError
-from replaygate.replay._runfile import ConversationTurn
+from replaygate.replay._http_target import HttpTarget
+from replaygate.replay._target_types import Target, TargetOutput, parse_target_output
 
 __all__ = [
     "CallableTarget",
@@ -29,62 +29,6 @@ __all__ = [
     "load_target",
     "parse_target_output",
 ]
-
-
-@dataclass(frozen=True)
-class TargetOutput:
-    """What a target returned for one attempt."""
-
-    answer: str
-    label: str | None = None
-    messages: list[Any] = field(default_factory=list)
-    raw: Any = None
-    conversation: tuple[ConversationTurn, ...] = ()
-    """Every turn of a conversation with simulated follow-ups (empty otherwise)."""
-
-
-@runtime_checkable
-class Target(Protocol):
-    """Runs one session of the agent; the replay runner calls ``call`` once per attempt."""
-
-    spec: str
-
-    async def call(
-        self, turns: Sequence[str], context: Mapping[str, Any], config: Mapping[str, Any], *, session_id: str
-    ) -> TargetOutput: ...
-
-    async def aclose(self) -> None: ...
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def parse_target_output(value: Any) -> TargetOutput:
-    """Validate what a target returned; garbage raises :class:`TargetError` saying what came back."""
-    if isinstance(value, str):
-        return TargetOutput(answer=value, raw=value)
-    if isinstance(value, Mapping):
-        answer = value.get("answer")
-        if not isinstance(answer, str):
-            raise TargetError(
-                f"bad target output: the mapping's 'answer' is {_describe(answer)}, expected a str "
-                "(return a str or a mapping with a str 'answer')"
-            )
-        label = value.get("label")
-        if label is not None and not isinstance(label, str):
-            raise TargetError(f"bad target output: 'label' is {_describe(label)}, expected a str or null")
-        messages = value.get("messages")
-        if messages is None:
-            messages = []
-        if not isinstance(messages, list):
-            raise TargetError(f"bad target output: 'messages' is {_describe(messages)}, expected a list")
-        return TargetOutput(answer=answer, label=label, messages=list(messages), raw=dict(value))
-    raise TargetError(
-        f"bad target output: got {type(value).__name__} {_describe(value)}; "
-        "expected a str or a mapping with a str 'answer'"
-    )
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int | None:
@@ -228,8 +172,6 @@ def load_target(
     """
     if isinstance(spec, str):
         if spec.startswith(("http://", "https://")):
-            from replaygate.replay._http_target import HttpTarget
-
             return HttpTarget(spec, timeout_s=timeout_s, max_retries=max_retries)
         return CallableTarget(_import_callable(spec), spec)
     if isinstance(spec, Target) and not callable(spec):

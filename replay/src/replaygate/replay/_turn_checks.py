@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from replaygate.instrumentation._records import SpanRecord, TraceSummary
-from replaygate.instrumentation._summary import summarize_spans
+from replaygate.instrumentation import SpanRecord, TraceSummary, summarize_spans
 from replaygate.replay._checks import CheckContext, run_check
 from replaygate.replay._labels import derive_label
 from replaygate.replay._runfile import CheckResult, ConversationTurn

@@ -1,4 +1,4 @@
-"""Attribute names written on spans.
+"""Attribute names written on spans (public: ``from replaygate.instrumentation import semconv``).
 
 GenAI semantic conventions (``gen_ai.*``, v1.41) and, side by side, OpenInference (``openinference.*``,
 ``input.value``, ``retrieval.documents.{i}.document.*``) so the same trace reads well in Phoenix and
