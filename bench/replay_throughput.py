@@ -4,7 +4,7 @@ Prints the wall time of a whole run (span capture, scoring with deterministic ch
 commit, artifacts, run file) against the ideal ``attempts x 20 ms / concurrency``, for a sync target
 (called from the runner's own threads, one per slot of concurrency) and an async one, with artifacts
 (the default of ``replaygate run``: one JSON line per attempt in ``<run id>/artifacts.jsonl``) and
-without. Target: within 1.2x of the ideal.
+without. Target: within 1.05x of the ideal (issue 19).
 
 The variants run interleaved for several rounds; the median and the best ratio of each are printed (the
 first round also pays warm-up). The process CPU per attempt is printed too: everything the runner does
@@ -13,8 +13,13 @@ holds the GIL, so the ideal can only be approached while the work per attempt st
 is a millisecond its slot stands idle. A busy machine (other processes on the same cores, here a shared
 virtual machine) shows up in the wall time, not in the CPU time: compare runs made together.
 
+``--cpu`` measures the CPU of one plain check-only attempt instead: 2,000 scenarios x k=5 against a
+target that returns at once (sync and async), whole runs with artifacts, printed as CPU per attempt
+against the 0.05 ms target. ``--sleep-ms 5 --scenarios 2000 --concurrency 64`` is the in-process
+2,000 x 5 run against a 5 ms target of ``bench/suite_scale.py`` (target: within 1.5x of the ideal).
+
     uv run --locked python bench/replay_throughput.py [--scenarios 200] [--k 5] [--concurrency 50]
-        [--rounds 5]
+        [--rounds 5] [--sleep-ms 20] [--cpu]
 """
 
 from __future__ import annotations
@@ -34,16 +39,61 @@ from replaygate.instrumentation import load_prices
 from replaygate.replay import Scenario, run_suite
 
 SLEEP_S = 0.020
+_sleep_s = [SLEEP_S]  # --sleep-ms
+TARGET_RATIO = 1.05
+CPU_TARGET_MS = 0.05
 
 
 def sync_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
-    time.sleep(SLEEP_S)
+    time.sleep(_sleep_s[0])
     return "Refunds up to $200 are issued within 5 days. " + turns[0]
 
 
 async def async_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
-    await asyncio.sleep(SLEEP_S)
+    await asyncio.sleep(_sleep_s[0])
     return "Refunds up to $200 are issued within 5 days. " + turns[0]
+
+
+def instant_sync_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    return "Refunds up to $200 are issued within 5 days. " + turns[0]
+
+
+async def instant_async_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    return "Refunds up to $200 are issued within 5 days. " + turns[0]
+
+
+def cpu_per_attempt(suite: list[Scenario], attempts: int, rounds: int, concurrency: int) -> int:
+    """CPU per plain check-only attempt: whole runs against targets that return at once."""
+    print(f"CPU per attempt: {attempts} attempts against a target that returns at once, {rounds} rounds")
+    results: dict[str, list[float]] = {"sync": [], "async": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(rounds):
+            for name, target in (("sync", instant_sync_target), ("async", instant_async_target)):
+                out = Path(tmp) / f"cpu-{rnd}-{name}.json"
+                t0, c0 = time.perf_counter(), time.process_time()
+                run = run_suite(
+                    suite,
+                    target,
+                    {"model": "bench"},
+                    concurrency=concurrency,
+                    timeout_s=30,
+                    out_path=out,
+                    progress=False,
+                    code_commit=None,
+                )
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+                results[name].append(cpu / attempts * 1000)
+                per = cpu / attempts * 1000
+                print(f"round {rnd + 1} {name:5s} wall {wall:.2f}s  CPU {cpu:.2f}s = {per:.3f} ms/attempt")
+    for name, values in results.items():
+        best = min(values)
+        verdict = "within" if best <= CPU_TARGET_MS else "OVER"
+        print(
+            f"{name:5s} CPU per attempt: median {statistics.median(values):.3f} ms, best {best:.3f} ms "
+            f"({verdict} the {CPU_TARGET_MS} ms target)"
+        )
+    return 0
 
 
 def scenarios(n: int, k: int) -> list[Scenario]:
@@ -81,13 +131,20 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sleep-ms", type=float, default=SLEEP_S * 1000)
+    parser.add_argument("--cpu", action="store_true", help="CPU per plain check-only attempt (2000 x 5)")
     args = parser.parse_args()
+    if args.cpu:
+        load_prices()
+        n = 2000 if args.scenarios == 200 else args.scenarios
+        return cpu_per_attempt(scenarios(n, args.k), n * args.k, min(args.rounds, 3), args.concurrency)
+    _sleep_s[0] = sleep_s = args.sleep_ms / 1000
     suite = scenarios(args.scenarios, args.k)
     attempts = args.scenarios * args.k
-    ideal = attempts * SLEEP_S / args.concurrency
+    ideal = attempts * sleep_s / args.concurrency
     print(
         f"{args.scenarios} scenarios x k={args.k} = {attempts} attempts, "
-        f"target sleeps {SLEEP_S * 1000:.0f} ms, concurrency {args.concurrency}: ideal {ideal:.3f}s"
+        f"target sleeps {sleep_s * 1000:g} ms, concurrency {args.concurrency}: ideal {ideal:.3f}s"
     )
     print(f"file system: one append + fsync costs {fsync_cost() * 1000:.2f} ms here")
     load_prices()  # the price data loads once per process: not part of any round
@@ -124,8 +181,10 @@ def main() -> int:
                 )
     for name, values in ratios.items():
         median = statistics.median(values)
-        verdict = "within" if median <= 1.2 else "OVER"
-        print(f"{name:28s} median {median:.2f}x, best {min(values):.2f}x ({verdict} the 1.2x target)")
+        verdict = "within" if median <= TARGET_RATIO else "OVER"
+        print(
+            f"{name:28s} median {median:.2f}x, best {min(values):.2f}x ({verdict} the {TARGET_RATIO}x target)"
+        )
     return 0
 
 

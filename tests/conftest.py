@@ -1,9 +1,14 @@
-"""Shared fixtures for every part: a real PostgreSQL server for the store tests.
+"""Shared fixtures and helpers for every part: a real PostgreSQL server for the store tests, and more.
 
 ``postgres`` starts one PostgreSQL server per test session in a temporary folder (``initdb`` and
 ``pg_ctl``, as the ``postgres`` user when the tests run as root) and stops it at the end. ``store_url``
 is parametrized: each test that takes it runs on a new SQLite file and on a new PostgreSQL database.
 Without the PostgreSQL binaries the PostgreSQL cases fail (``.ci/run`` installs them): they never skip.
+
+Helpers the parts' tests share (``from tests.conftest import ...``): ``free_port()`` (a loopback port
+nobody listens on), ``run_main(argv)`` (``replaygate ARGV`` in-process: its exit code), ``invoke_cli(*args)``
+(the command line in a ``CliRunner``),
+``make_decision(...)`` and ``FakeDecisions`` (signed gate decisions for the canary and the page).
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,10 +44,74 @@ def _pg_tool(name: str) -> str:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port that nothing listens on (bound once, then released)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def run_main(argv: list[str]) -> int:
+    """Run ``replaygate ARGV`` in-process (``replaygate.cli.main``) and return its exit code."""
+    from replaygate.cli import main
+
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def invoke_cli(*args: str, **kwargs: Any) -> Any:
+    """Run ``replaygate <args>`` in a click ``CliRunner``; exceptions propagate (a traceback is a bug)."""
+    from click.testing import CliRunner
+
+    from replaygate.cli import cli
+
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, **kwargs)
+
+
+def make_decision(
+    decision_id: str,
+    outcome: str = "pass",
+    *,
+    report_id: str = "rep-1",
+    reason: str = "gate passed",
+) -> Any:
+    """A signed gate decision for the support agent's candidate (``replaygate.gate.SignedDecision``)."""
+    from replaygate.gate import SignedDecision
+
+    return SignedDecision(
+        id=decision_id,
+        report_id=report_id,
+        outcome=outcome,  # type: ignore[arg-type]
+        signed_by="ana",
+        reason=reason,
+        signed_at=datetime(2026, 11, 29, tzinfo=UTC),
+        baseline_fingerprint={
+            "agent_config_hash": "h-base",
+            "declared_versions": {"config_id": "production"},
+        },
+        candidate_fingerprint={
+            "agent_config_hash": "h-cand",
+            "declared_versions": {"config_id": "candidate-fixed"},
+        },
+        candidate_target="examples.support_agent:target",
+        candidate_config_id="candidate-fixed",
+    )
+
+
+class FakeDecisions:
+    """The decision store a canary controller reads, holding the given decisions."""
+
+    def __init__(self, *decisions: Any) -> None:
+        self.by_id = {d.id: d for d in decisions}
+
+    def get(self, decision_id: str) -> Any:
+        return self.by_id.get(decision_id)
+
+    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[Any]:
+        return [d for d in self.by_id.values() if outcomes is None or d.outcome in outcomes]
 
 
 @dataclass
@@ -67,7 +138,7 @@ def postgres() -> Iterator[Postgres]:
         user = pwd.getpwnam("postgres")
         os.chown(folder, user.pw_uid, user.pw_gid)
         run_as = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LC_ALL": "C"}
     subprocess.run(
         [

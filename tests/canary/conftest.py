@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,8 @@ from replaygate.instrumentation import Chunk, LlmCall, SpanRecord, TraceRecord, 
 from replaygate.instrumentation import semconv as sc
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
-from replaygate.gate import SignedDecision
 from replaygate.store import TraceStore
+from tests.conftest import FakeDecisions, make_decision
 
 
 def make_trace(
@@ -91,38 +90,6 @@ class FakeTraces:
         ]
         out.sort(key=lambda r: r.start_ns, reverse=True)
         return out[:limit] if limit else out
-
-
-def make_decision(decision_id: str, outcome: str = "pass") -> SignedDecision:
-    return SignedDecision(
-        id=decision_id,
-        report_id="rep-1",
-        outcome=outcome,  # type: ignore[arg-type]
-        signed_by="ana",
-        reason="gate passed",
-        signed_at=datetime(2026, 11, 29, tzinfo=UTC),
-        baseline_fingerprint={
-            "agent_config_hash": "h-base",
-            "declared_versions": {"config_id": "production"},
-        },
-        candidate_fingerprint={
-            "agent_config_hash": "h-cand",
-            "declared_versions": {"config_id": "candidate-fixed"},
-        },
-        candidate_target="examples.support_agent:target",
-        candidate_config_id="candidate-fixed",
-    )
-
-
-class FakeDecisions:
-    def __init__(self, *decisions: SignedDecision) -> None:
-        self.by_id = {d.id: d for d in decisions}
-
-    def get(self, decision_id: str) -> SignedDecision | None:
-        return self.by_id.get(decision_id)
-
-    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[SignedDecision]:
-        return [d for d in self.by_id.values() if outcomes is None or d.outcome in outcomes]
 
 
 def make_spans(

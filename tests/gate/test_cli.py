@@ -4,14 +4,7 @@ from pathlib import Path
 import pytest
 from replaygate.replay import save_run
 
-from replaygate.cli import main
-
-
-def run_cli(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    return int(exc.value.code or 0)
+from tests.conftest import run_main as run_cli
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from replaygate.instrumentation._trace_capture import global_provider
 from replaygate.replay import Scenario, call_cost, load_run, save_scenario
 
 from examples.openai_agents.local_server import MODEL, LocalOpenAI
-from replaygate.cli import main
+from tests.conftest import run_main
 
 QUESTION = "Where is my order ORD-4242?"
 TOOL_RESULT = "parcel handed to courier Zebediah"
@@ -91,11 +91,8 @@ def local_openai() -> Iterator[LocalOpenAI]:
 def cli(argv: list[str]) -> tuple[int, str]:
     out = io.StringIO()
     with redirect_stdout(out):
-        try:
-            main(argv)
-        except SystemExit as exc:
-            return int(exc.code or 0), out.getvalue()
-    return 0, out.getvalue()
+        code = run_main(argv)
+    return code, out.getvalue()
 
 
 class OtlpReceiver:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import http.server
+import inspect
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ from replaygate.instrumentation._routing import (
     variant_for,
 )
 from replaygate.instrumentation.semconv import RG_CONFIG_ID, RG_VARIANT
+
+from tests.conftest import free_port
 
 
 def _state(share: float, status: str = "canary", salt: str = "s4lt") -> RoutingState:
@@ -70,6 +73,43 @@ def test_widening_keeps_every_canary_key() -> None:
     at25 = {k for k in keys if variant_for(_state(0.25), k).is_candidate}
     assert at5 and at5 <= at25
     assert len(at25) > 3 * len(at5)
+
+
+def _check_boundary(choose: Callable[[RoutingState, str], Variant], key: str) -> None:
+    """A share of b/BUCKETS serves buckets 0..b-1: the key in bucket b stays on the baseline."""
+    b = bucket("s4lt", key)
+    assert not choose(_state(b / BUCKETS), key).is_candidate  # bucket == threshold: baseline
+    assert choose(_state((b + 1) / BUCKETS), key).is_candidate  # one bucket more: candidate
+    assert choose(_state((b + 1) / BUCKETS), key).bucket == b
+
+
+@pytest.mark.parametrize("key", ["user-1", "session-42", "k7"])
+def test_the_share_boundary_is_exact(key: str) -> None:
+    _check_boundary(variant_for, key)
+
+
+def test_a_share_serves_exactly_that_many_buckets() -> None:
+    keys: dict[int, str] = {}
+    i = 0
+    while len(keys) < 40:  # keys in the first 40 buckets
+        b = bucket("s4lt", f"u{i}")
+        if b < 40:
+            keys.setdefault(b, f"u{i}")
+        i += 1
+    served = {b for b, key in keys.items() if variant_for(_state(20 / BUCKETS), key).is_candidate}
+    assert served == set(range(20))
+
+
+def test_the_boundary_check_catches_an_off_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutant ``<`` -> ``<=`` in ``variant_for`` (it survived every routing and canary test once)."""
+    source = inspect.getsource(_routing)
+    assert source.count("b < round(state.share * BUCKETS)") == 1
+    mutant = types.ModuleType("replaygate_routing_mutant")
+    monkeypatch.setitem(sys.modules, mutant.__name__, mutant)  # dataclasses look their module up
+    code = compile(source.replace("b < round(", "b <= round(", 1), "<routing mutant>", "exec")
+    exec(code, mutant.__dict__)  # noqa: S102 - our own module's source, mutated
+    with pytest.raises(AssertionError):
+        _check_boundary(mutant.variant_for, "user-1")
 
 
 @pytest.mark.parametrize("share", [0.01, 0.05, 0.25, 0.5])
@@ -119,14 +159,8 @@ def test_store_without_canary_table_is_idle_not_failure(tmp_path: Path) -> None:
     assert client.stats()["failures"] == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_closed_port_serves_baseline() -> None:
-    client = RoutingClient(f"http://127.0.0.1:{_free_port()}/api/canary", refresh_s=100, timeout_s=0.5)
+    client = RoutingClient(f"http://127.0.0.1:{free_port()}/api/canary", refresh_s=100, timeout_s=0.5)
     assert client.choose("u1").name == "baseline"
     assert client.wait_ready() and client.stats()["failures"] == 1
 

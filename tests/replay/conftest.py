@@ -14,18 +14,12 @@ from typing import Any
 
 import pytest
 
-from replaygate.cli import main
+from tests.conftest import run_main
 
 Reply = tuple[int, Any, float]  # status, body (dict = chat completion content object, str = raw), delay
 
 
-def cli(argv: list[str]) -> int:
-    """Run ``replaygate ARGV`` in-process and return its exit code."""
-    try:
-        main(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
+cli = run_main  # ``replaygate ARGV`` in-process: its exit code
 
 
 def completion(content: Any) -> dict[str, Any]:

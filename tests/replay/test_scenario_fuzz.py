@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+import re2  # type: ignore[import-untyped]
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from replaygate.replay._errors import ScenarioError
 from replaygate.replay._scenario import Scenario, dump_scenario, load_scenario, parse_scenario
@@ -76,12 +78,50 @@ def test_random_check_parameters(kind: str, params: dict[str, Any]) -> None:
     assert_clear(yaml.safe_dump(data, sort_keys=False))
 
 
+def _compiles(pattern: str) -> bool:
+    """The oracle: a non-empty pattern that RE2 compiles, or Python's ``re`` (the fallback engine)."""
+    if not pattern:
+        return False
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        re2.compile(pattern, options=options)
+        return True
+    except Exception:  # noqa: BLE001 - any refusal of RE2's: try the fallback engine
+        pass
+    try:
+        re.compile(pattern)
+        return True
+    except Exception:  # noqa: BLE001 - re.error, or an overflow on a huge repeat count
+        return False
+
+
 @FAST
 @given(st.text(max_size=30))
+@example("(")
+@example("[a-")
+@example("a{2,1}")
+@example("(?P<x>a)(?P=x)")
 def test_random_regex_compiled_at_load(pattern: str) -> None:
+    _check_regex_at_load(pattern)
+
+
+def _check_regex_at_load(pattern: str) -> None:
     data = dict(BASE)
     data["checks"] = [{"type": "output_regex", "pattern": pattern}]
-    assert_clear(yaml.safe_dump(data))
+    loaded = assert_clear(yaml.safe_dump(data))
+    # a pattern is compiled when the scenario is loaded: a bad one is refused there, never at run time
+    assert (loaded is not None) is _compiles(pattern), pattern
+
+
+def test_the_regex_check_catches_a_loader_that_skips_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutant without the compile-at-load check (the fuzz test once passed with it)."""
+    from replaygate.replay import _scenario_checks
+
+    monkeypatch.setattr(_scenario_checks, "compile_pattern", lambda pattern: None)
+    with pytest.raises(AssertionError):
+        _check_regex_at_load("(")
+    _check_regex_at_load("a+")  # a good pattern still loads
 
 
 @FAST

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
 from tests.sources.langfuse_standin import PUBLIC_KEY, SECRET_KEY, LangfuseStandIn, running_standin
 from tests.sources.phoenix_env import PHOENIX_HELP, PhoenixInstallError, install_phoenix
 
@@ -109,14 +110,6 @@ def phoenix_executable() -> Path:
         raise
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def phoenix_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``phoenix serve`` on 127.0.0.1 with its own working folder, for the whole session."""
@@ -126,7 +119,7 @@ def phoenix_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     exe = phoenix_executable()
     work = tmp_path_factory.mktemp("phoenix")
-    port, grpc = _free_port(), _free_port()
+    port, grpc = free_port(), free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))},
         "PHOENIX_WORKING_DIR": str(work),

@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from langfuse.api import CreateScoreRequest, ScoreDataType
 from replaygate.instrumentation import TraceStore
 
-from replaygate.cli import cli
 from replaygate.sources import LangfuseSource, SourceError, push_run, score_id
+from tests.conftest import invoke_cli
 from tests.sources.langfuse_standin import PUBLIC_KEY, SECRET_KEY, LangfuseStandIn
 
 
@@ -32,13 +31,8 @@ def env(langfuse_world: tuple[LangfuseStandIn, Path], monkeypatch: pytest.Monkey
     return standin
 
 
-def invoke(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result
-
-
 def failures_json(*extra: str) -> list[dict[str, Any]]:
-    result = invoke("failures", "--limit", "500", "--json", *extra)
+    result = invoke_cli("failures", "--limit", "500", "--json", *extra)
     assert result.exit_code == 0, result.output
     traces: list[dict[str, Any]] = json.loads(result.output)["traces"]
     return traces
@@ -114,7 +108,7 @@ def test_rate_limits_are_retried_then_reported(env: LangfuseStandIn) -> None:
     env.fail_with_429 = 2
     assert failures_json("--source", "langfuse", "--limit", "3")
     env.fail_with_429 = 1000
-    result = invoke("failures", "--source", "langfuse")
+    result = invoke_cli("failures", "--source", "langfuse")
     assert result.exit_code == 3
     assert "429" in result.output and "Traceback" not in result.output
     env.fail_with_429 = 0
@@ -124,13 +118,13 @@ def test_refused_keys_and_an_unreachable_host_are_errors_not_an_empty_inbox(
     env: LangfuseStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-wrong")
-    result = invoke("failures", "--source", "langfuse")
+    result = invoke_cli("failures", "--source", "langfuse")
     assert result.exit_code == 3 and "refused the API keys" in result.output
     monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET_KEY)
-    result = invoke("failures", "--source", "langfuse:http://127.0.0.1:9")
+    result = invoke_cli("failures", "--source", "langfuse:http://127.0.0.1:9")
     assert result.exit_code == 3 and "cannot reach Langfuse" in result.output
     monkeypatch.delenv("LANGFUSE_PUBLIC_KEY")
-    result = invoke("traces", "--source", "langfuse")
+    result = invoke_cli("traces", "--source", "langfuse")
     assert result.exit_code == 3 and "LANGFUSE_PUBLIC_KEY" in result.output
 
 
@@ -156,7 +150,7 @@ def test_promote_from_langfuse_writes_the_scenario_the_store_writes(
         golden = tmp_path / name
         golden.mkdir()
         args = ["promote", trace_id, "--owner", "ana", "--origin", "production-incident", "--json"]
-        result = invoke(*args, *source, "--golden", str(golden))
+        result = invoke_cli(*args, *source, "--golden", str(golden))
         assert result.exit_code == 0, result.output
         paths[name] = Path(json.loads(result.output)["path"])
     assert _scenario(paths["langfuse"]) == _scenario(paths["store"])
@@ -169,11 +163,11 @@ def test_push_writes_each_attempt_once_even_when_pushed_twice(
     env: LangfuseStandIn, tmp_path: Path, replay_run: Path
 ) -> None:
     env.scores.clear()
-    result = invoke("push", str(replay_run), "--to", "langfuse", "--json")
+    result = invoke_cli("push", str(replay_run), "--to", "langfuse", "--json")
     assert result.exit_code == 0, result.output
     first = json.loads(result.output)
     assert first["items"] == len(env.scores) > 0
-    again = invoke("push", str(replay_run), "--to", "langfuse", "--json")
+    again = invoke_cli("push", str(replay_run), "--to", "langfuse", "--json")
     assert json.loads(again.output)["items"] == first["items"] and len(env.scores) == first["items"]
     from replaygate.replay import load_run
 

@@ -9,22 +9,17 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from click.testing import CliRunner
 from replaygate.instrumentation import TraceStore
 from replaygate.replay import load_run
 
-from replaygate.cli import cli
 from replaygate.sources import PhoenixSource
+from tests.conftest import invoke_cli
 
 pytestmark = pytest.mark.timeout(900)  # a first run installs Phoenix; starting it takes ~20 s
 
 
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
 def failures(source: list[str], *extra: str) -> dict[str, list[str]]:
-    result = invoke("failures", "--limit", "500", "--json", *source, *extra)
+    result = invoke_cli("failures", "--limit", "500", "--json", *source, *extra)
     assert result.exit_code == 0, result.output
     return {t["trace_id"]: t["failure_reasons"] for t in json.loads(result.output)["traces"]}
 
@@ -78,7 +73,7 @@ def test_promote_from_phoenix_writes_the_scenario_the_store_writes(
         golden = tmp_path / name
         golden.mkdir()
         args = ["promote", trace_id[:10], "--owner", "ana", "--origin", "production-incident", "--json"]
-        result = invoke(*args, *source, "--golden", str(golden))
+        result = invoke_cli(*args, *source, "--golden", str(golden))
         assert result.exit_code == 0, result.output
         paths[name] = Path(json.loads(result.output)["path"])
     assert _scenario(paths["phoenix"]) == _scenario(paths["store"])
@@ -86,7 +81,7 @@ def test_promote_from_phoenix_writes_the_scenario_the_store_writes(
 
 
 def test_push_a_replay_and_read_the_annotations_back(phoenix_url: str, replay_run: Path) -> None:
-    result = invoke("push", str(replay_run), "--to", "phoenix", "--url", phoenix_url, "--json")
+    result = invoke_cli("push", str(replay_run), "--to", "phoenix", "--url", phoenix_url, "--json")
     assert result.exit_code == 0, result.output
     pushed = json.loads(result.output)
     assert pushed["items"] > 0 and not pushed["skipped"], pushed
@@ -97,7 +92,7 @@ def test_push_a_replay_and_read_the_annotations_back(phoenix_url: str, replay_ru
     status = {(a["trace_id"], a["result"]["label"]) for a in annotations if a["name"] == "replaygate.status"}
     assert status == {(a.trace_id, a.status) for a in run.attempts}
     again = json.loads(
-        invoke("push", str(replay_run), "--to", "phoenix", "--url", phoenix_url, "--json").output
+        invoke_cli("push", str(replay_run), "--to", "phoenix", "--url", phoenix_url, "--json").output
     )
     with PhoenixSource(phoenix_url) as phoenix:
         assert len(phoenix.trace_annotations([a.trace_id or "" for a in run.attempts])) == len(annotations)
@@ -105,16 +100,16 @@ def test_push_a_replay_and_read_the_annotations_back(phoenix_url: str, replay_ru
 
 
 def test_an_unreachable_phoenix_is_an_error_not_an_empty_inbox() -> None:
-    result = invoke("failures", "--source", "phoenix:http://127.0.0.1:9")
+    result = invoke_cli("failures", "--source", "phoenix:http://127.0.0.1:9")
     assert result.exit_code == 3 and "cannot reach Phoenix" in result.output
-    result = invoke("failures", "--source", "http://127.0.0.1:9")
+    result = invoke_cli("failures", "--source", "http://127.0.0.1:9")
     assert result.exit_code == 3 and "say which tool" in result.output
 
 
 def test_push_failures_marks_the_store_failures_in_phoenix(phoenix_world: tuple[str, Path]) -> None:
     url, store = phoenix_world
     args = ["push", "--failures", "--store", str(store), "--to", "phoenix", "--url", url, "--json"]
-    result = invoke(*args)
+    result = invoke_cli(*args)
     assert result.exit_code == 0, result.output
     with TraceStore(store, create=False) as ts:
         expected = {r.summary.trace_id: ", ".join(r.summary.failure_reasons) for r in ts.failures(limit=None)}
@@ -126,7 +121,7 @@ def test_push_failures_marks_the_store_failures_in_phoenix(phoenix_world: tuple[
             if a["name"] == "replaygate.failure"
         }
     assert found == expected
-    assert json.loads(invoke(*args).output)["items"] == len(expected)  # again: the same annotations
+    assert json.loads(invoke_cli(*args).output)["items"] == len(expected)  # again: the same annotations
     with PhoenixSource(url) as phoenix:
         again = [a for a in phoenix.trace_annotations(sorted(expected)) if a["name"] == "replaygate.failure"]
     assert len(again) == len(expected)

@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,10 @@ from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from replaygate.canary import CanaryController, CanarySettings, CanaryStore, EvidenceSettings
-from replaygate.gate import DecisionStore, GateReport, SignedDecision
+from replaygate.gate import DecisionStore, GateReport
 from replaygate.store import TraceStore
 from replaygate.web import User, WebConfig, create_app
+from tests.conftest import FakeDecisions, make_decision
 from tests.web.gate_fixture import HOSTILE, write_gate_reports
 
 XSS = "<script>alert(1)</script>"
@@ -35,36 +35,13 @@ API_TOKEN = "test-token-123"
 READ_TOKEN = "read-token-456"
 
 
-def _decision(decision_id: str, outcome: str) -> SignedDecision:
-    return SignedDecision(
-        id=decision_id,
-        report_id=f"rep-{decision_id}",
-        outcome=outcome,  # type: ignore[arg-type]
-        signed_by="ana",
-        reason="gate passed <b>bold</b>",
-        signed_at=datetime(2026, 11, 29, tzinfo=UTC),
-        baseline_fingerprint={
-            "agent_config_hash": "h-base",
-            "declared_versions": {"config_id": "production"},
-        },
-        candidate_fingerprint={
-            "agent_config_hash": "h-cand",
-            "declared_versions": {"config_id": "candidate-fixed"},
-        },
-        candidate_target="examples.support_agent:target",
-        candidate_config_id="candidate-fixed",
+def _decisions() -> FakeDecisions:
+    return FakeDecisions(
+        *(
+            make_decision(d, outcome, report_id=f"rep-{d}", reason="gate passed <b>bold</b>")
+            for d, outcome in (("dec-pass", "pass"), ("dec-block", "block"))
+        )
     )
-
-
-class Decisions:
-    def __init__(self) -> None:
-        self.by_id = {d.id: d for d in (_decision("dec-pass", "pass"), _decision("dec-block", "block"))}
-
-    def get(self, decision_id: str) -> SignedDecision | None:
-        return self.by_id.get(decision_id)
-
-    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[SignedDecision]:
-        return [d for d in self.by_id.values() if outcomes is None or d.outcome in outcomes]
 
 
 def _write(url: str | Path, memory: InMemorySpanExporter) -> None:
@@ -179,7 +156,7 @@ def _close(made: Env, parts: list[Any]) -> None:
 
 @pytest.fixture
 def env(tmp_path: Path, store_url: str) -> Iterator[Env]:
-    made, parts = _make_env(tmp_path, Decisions(), store_url)
+    made, parts = _make_env(tmp_path, _decisions(), store_url)
     yield made
     _close(made, parts)
 

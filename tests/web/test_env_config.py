@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 from replaygate.canary import CanaryError
 from replaygate.web import WebConfig, create_app
 from replaygate.web._scheduler import start_scheduled_checks
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,12 +76,6 @@ def test_page_view_never_rolls_back_the_scheduled_check_does(env: Any, helpers: 
     assert env.controller.audit(limit=1)[0].actor == "release page (scheduled check)"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -107,7 +101,7 @@ def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[str]:
 @pytest.mark.timeout(300)
 def test_gunicorn_without_secret_stops_with_a_message(tmp_path: Path) -> None:
     env = {"REPLAYGATE_STORE": f"sqlite:///{tmp_path / 's.db'}", "REPLAYGATE_SECRET_KEY": ""}
-    proc = _gunicorn(env, _free_port())
+    proc = _gunicorn(env, free_port())
     try:
         _, err = proc.communicate(timeout=240)
     finally:

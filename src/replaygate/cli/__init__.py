@@ -12,17 +12,32 @@ Exit codes: 0 success (gate: pass), 1 gate block or failing check, 2 needs sign-
 3 usage or data error.
 
 From Python: ``main(argv)`` runs the command line, ``cli`` is its click group (``click.testing.CliRunner``
-invokes it), ``COMMANDS`` maps each command to the module that registers it, and
+invokes it), ``COMMANDS`` maps each command to the module that registers it,
+``versions()`` gives the three distributions' versions (``replaygate --version`` prints them), and
 ``refuse_other_report(folder, report_id)`` refuses a folder whose ``decision.json`` was signed for
 another report.
 """
 
-from replaygate.cli._main import COMMANDS, cli, main
-from replaygate.cli._outputs import refuse_other_report
+from typing import TYPE_CHECKING, Any
+
+from replaygate.cli._main import COMMANDS, cli, main, versions
+
+if TYPE_CHECKING:
+    from replaygate.cli._outputs import refuse_other_report
+
+
+def __getattr__(name: str) -> Any:
+    if name == "refuse_other_report":  # loaded on use, so that ``replaygate --help`` stays light
+        from replaygate.cli._outputs import refuse_other_report
+
+        return refuse_other_report
+    raise AttributeError(f"module 'replaygate.cli' has no attribute {name!r}")
+
 
 __all__ = [
     "COMMANDS",
     "cli",
     "main",
     "refuse_other_report",
+    "versions",
 ]

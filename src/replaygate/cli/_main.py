@@ -12,11 +12,12 @@ import sys
 import traceback
 
 import click
-from replaygate.instrumentation import __version__
+from replaygate.instrumentation import __version__ as instrumentation_version
 
 from replaygate.cli._failures import describe_failure
+from replaygate.cli.version import __version__
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["COMMANDS", "cli", "main", "versions"]
 
 USAGE_OR_DATA_ERROR = 3
 
@@ -76,10 +77,36 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="replaygate")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _print_versions(ctx) if value else None,
+    help="Print the versions of the three distributions and exit.",
+)
 @click.option("--debug", is_flag=True, help="Print the traceback of an error (env REPLAYGATE_DEBUG=1).")
 def cli(debug: bool) -> None:
     """replaygate: capture agent runs, promote failures, replay, gate and release."""
+
+
+def versions() -> dict[str, str]:
+    """The version of each distribution, read from its version file (the build reads the same file)."""
+    from replaygate.replay import __version__ as replay_version  # on use: the replay part is heavy
+
+    return {
+        "replaygate": __version__,
+        "replaygate-instrumentation": instrumentation_version,
+        "replaygate-replay": replay_version,
+    }
+
+
+def _print_versions(ctx: click.Context) -> None:
+    if ctx.resilient_parsing:
+        return
+    for name, version in versions().items():
+        click.echo(f"{name} {version}")
+    ctx.exit()
 
 
 def _debug(args: list[str]) -> bool:

@@ -6,8 +6,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import ValidationError
-from replaygate.replay import check_format_version, load_json_bounded, validation_summary, write_atomic
+from replaygate.replay import load_versioned, write_atomic
 
 from replaygate.gate import REPORT_FORMAT_VERSION, GateError, GateReport
 from replaygate.report._html import render_html
@@ -77,11 +76,6 @@ def load_report(path: str | os.PathLike[str]) -> GateReport:
     p = report_path(path)
     if not p.exists():
         raise GateError(f"{p}: no such report (run replaygate gate --out DIR first)")
-    raw = load_json_bounded(p, what="gate report", error=GateError)
-    if not isinstance(raw, dict):
-        raise GateError(f"{p}: a gate report is a JSON object")
-    check_format_version(raw, REPORT_FORMAT_VERSION, p, "report", GateError)
-    try:
-        return GateReport.model_validate(raw)
-    except ValidationError as exc:
-        raise GateError(f"{p}: invalid report: {validation_summary(exc)}") from None
+    return load_versioned(
+        p, GateReport, version=REPORT_FORMAT_VERSION, what="gate report", kind="report", error=GateError
+    )

@@ -86,7 +86,7 @@ def _exact_p(
     nb: NDArray[np.int64],
     sh: NDArray[np.int64],
     nh: NDArray[np.int64],
-    limit: int = _MAX_LATTICE,
+    limit: int,
 ) -> float | None:
     """Exact two-sided p-value by convolving per-scenario hypergeometric laws; None when too large."""
     total = sb + sh
@@ -134,7 +134,7 @@ def paired_permutation_test(
     confidence: float = 0.95,
     n_bootstrap: int = 2_000,
     *,
-    exact_limit: int = _MAX_LATTICE,
+    exact_limit: int | None = None,
 ) -> PermutationResult:
     """Test whether head's pass rates differ from base's, scenario by scenario.
 
@@ -145,7 +145,8 @@ def paired_permutation_test(
         seed: seed of the random generator (permutations and bootstrap).
         confidence: level of the bootstrap interval for the delta.
         n_bootstrap: within-scenario bootstrap resamples.
-        exact_limit: the largest lattice of deltas the exact path convolves (0: always Monte Carlo).
+        exact_limit: the largest lattice of deltas the exact path convolves (0: always Monte Carlo;
+            None: the built-in limit, 4,000,000).
 
     Returns:
         The mean per-scenario delta (head - base), a two-sided p-value and a bootstrap interval.
@@ -153,7 +154,7 @@ def paired_permutation_test(
     sb, nb, sh, nh = _arrays(base, head)
     rng = np.random.default_rng(seed)
     delta = float((sh / nh - sb / nb).mean())
-    p_exact = _exact_p(sb, nb, sh, nh, exact_limit)
+    p_exact = _exact_p(sb, nb, sh, nh, _MAX_LATTICE if exact_limit is None else exact_limit)
     if p_exact is not None:
         p_value, exact, used = p_exact, True, 0
     else:

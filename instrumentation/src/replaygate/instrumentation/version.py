@@ -1,1 +1,3 @@
+"""The version of ``replaygate-instrumentation``: the one place to bump it (the build reads this file)."""
+
 __version__ = "0.1.0"

@@ -105,7 +105,7 @@ from replaygate.replay._runfile import (
     load_run,
     save_run,
 )
-from replaygate.replay._runner import run_suite, run_suite_async
+from replaygate.replay._runner import RunOptions, run_suite, run_suite_async
 from replaygate.replay._scenario import (
     ORIGINS,
     STATES,
@@ -159,6 +159,7 @@ from replaygate.replay._simulator import (
     create_simulator,
 )
 from replaygate.replay._target import CallableTarget, Target, TargetOutput, load_target
+from replaygate.replay._versioned import load_versioned
 from replaygate.replay.version import __version__
 
 __all__ = [
@@ -280,6 +281,8 @@ __all__ = [
     "retrieval_summary",
     "run_suite",
     "run_suite_async",
+    "RunOptions",
+    "load_versioned",
     "save_run",
     "save_scenario",
     "scenario_content_hash",

@@ -19,6 +19,7 @@ from replaygate.instrumentation import TraceSummary, summarize_spans
 from replaygate.replay._artifacts import Artifact, ArtifactWriter
 from replaygate.replay._attempt_summary import AttemptSummaries
 from replaygate.replay._capture import AttemptSpan, Capture
+from replaygate.replay._deadlines import Deadlines
 from replaygate.replay._errors import TargetError
 from replaygate.replay._followups import converse, converse_blocking
 from replaygate.replay._measures import compute_measures
@@ -144,12 +145,17 @@ class AttemptRunner:
         self.artifacts = artifacts
         self.simulator = simulator
         self._clock = _Clock()
+        self._deadlines = Deadlines(timeout_s)
         self._summaries = AttemptSummaries()
         self._split: dict[int, tuple[Scenario, Scenario, list[Check]]] = {}
         self._artifact_path = str(artifacts.path) if artifacts is not None and artifacts.usable else None
         # The built-in scorer awaits nothing for a scenario without judges: such attempts are scored at once
         # (:meth:`finish_now`) instead of in a task of their own.
         self._inline = scorer is score_attempt
+
+    def close(self) -> None:
+        """Stop the run's deadline timer."""
+        self._deadlines.close()
 
     def scores_at_once(self, scenario: Scenario) -> bool:
         """Whether :meth:`finish_now` can score this scenario's attempts (nothing to await: no judges)."""
@@ -196,9 +202,10 @@ class AttemptRunner:
         output: TargetOutput | None = None
         error: str | None = None
         with flight.root:
-            deadline = asyncio.timeout(self.timeout_s)
+            deadline = self._deadlines.start()  # like asyncio.timeout, one timer for the whole run
+            timed_out = False
             try:
-                async with deadline:
+                try:
                     if scenario.followups is not None:
                         output = await converse(
                             self.target,
@@ -212,12 +219,18 @@ class AttemptRunner:
                         output = await self.target.call(
                             scenario.turns, scenario.context, self.config, session_id=self._session(flight)
                         )
+                finally:
+                    timed_out = deadline.stop()
+            except asyncio.CancelledError:
+                if not timed_out:
+                    raise  # the run itself is cancelled
+                error = self._timed_out
             except SimulatorError as exc:
                 error = f"simulated user failed: {exc}"
             except TargetError as exc:
                 error = str(exc)
             except (Exception, SystemExit) as exc:  # an agent calling sys.exit() is an error, not the end
-                if isinstance(exc, TimeoutError) and deadline.expired():
+                if isinstance(exc, TimeoutError) and deadline.expired:
                     error = self._timed_out
                 else:
                     error = _raised(flight.root, exc)

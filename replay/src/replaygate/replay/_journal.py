@@ -24,11 +24,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from replaygate.replay._batch_queue import STOP, next_batch
-from replaygate.replay._bounded import parse_json_bounded
+from replaygate.replay._bounded import MAX_DEPTH, json_depth_ok, parse_json_bounded
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._runfile import (
     Attempt,
@@ -36,12 +36,15 @@ from replaygate.replay._runfile import (
     attempt_digest,
     attempt_json,
     attempts_digest,
+    bare_digest,
     load_run,
 )
+from replaygate.replay._versioned import Upgrade, upgrade_document
 
 __all__ = [
     "GROUP_S",
     "HEADER_LATER",
+    "JOURNAL_FORMAT_VERSION",
     "JOURNAL_SUFFIX",
     "JournalState",
     "JournalWriter",
@@ -53,6 +56,10 @@ __all__ = [
 ]
 
 JOURNAL_SUFFIX = ".journal"
+
+#: The layout of the journal header (``format_version``); a header without one is a version 1 header.
+JOURNAL_FORMAT_VERSION: Final = 1
+JOURNAL_UPGRADES: Final[dict[int | None, Upgrade]] = {None: lambda raw: {**raw, "format_version": 1}}
 
 #: The least time between the starts of two group commits (seconds): the bound on the added latency.
 GROUP_S = 0.02
@@ -107,6 +114,12 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     valid = 0
     for number, raw in enumerate(complete, start=1):
         is_last = number == len(complete) and not torn
+        if number > 1:
+            quick = _attempt_line(raw)
+            if quick is not None:
+                attempts.append(quick)
+                valid += len(raw) + 1
+                continue
         try:
             obj = parse_json_bounded(raw, "the line", ValueError, "journal line")
             if not isinstance(obj, dict):
@@ -116,7 +129,14 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
                     raise ValueError("the first line is not a header")
                 if not isinstance(obj.get("run_id"), str) or not isinstance(obj.get("scenarios", []), list):
                     raise ValueError("the header has no run id")
-                header = obj
+                header = upgrade_document(
+                    obj,
+                    version=JOURNAL_FORMAT_VERSION,
+                    upgrades=JOURNAL_UPGRADES,
+                    path=f"{p}:1",
+                    what="journal header",
+                    error=RunFileError,
+                )
             elif obj.get("kind") == "attempt":
                 attempt = Attempt.model_validate(obj["attempt"])
                 if obj.get("sha256") != attempt_digest(attempt):
@@ -138,6 +158,40 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     if header is None:
         raise RunFileError(f"{p}: the journal has no header line; start the run again without --resume")
     return JournalState(header=header, attempts=attempts, valid_bytes=valid, torn_tail=torn)
+
+
+class _AttemptLine(BaseModel):
+    """One attempt line of a journal, validated from its JSON in one pass."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: Literal["attempt"]
+    sha256: str
+    attempt: Attempt
+
+
+def _attempt_line(raw: bytes) -> Attempt | None:
+    """A well-formed attempt line's attempt, validated in one pass; None sends it to the strict reader.
+
+    The strict reader (``json.loads`` without NaN, the depth limit, ``model_validate``) says what is wrong
+    with a line this one does not accept.
+    """
+    if b"NaN" in raw or b"Infinity" in raw:
+        return None
+    try:
+        line = _AttemptLine.model_validate_json(raw)
+    except ValidationError:
+        return None
+    attempt = line.attempt
+    claims = [c for j in attempt.judges for c in j.claims]  # line > attempt > judges > judge > claims > claim
+    if claims and not all(json_depth_ok(c, MAX_DEPTH - 5) for c in claims):
+        return None
+    text = raw.decode("utf-8")
+    at = text.find('"attempt":')
+    quick = bare_digest(text[at + len('"attempt":') : -1]) if at >= 0 and text.endswith("}") else None
+    if quick != line.sha256 and attempt_digest(attempt) != line.sha256:
+        return None  # the strict reader reports the mismatch
+    return attempt
 
 
 def header_fingerprint(header: dict[str, Any], path: str | os.PathLike[str]) -> Fingerprint:
@@ -168,6 +222,14 @@ def read_journal_fingerprint(path: str | os.PathLike[str]) -> Fingerprint:
         raise RunFileError(f"{p}: the journal header has no readable fingerprint ({exc})") from None
     if not isinstance(header, dict):
         raise RunFileError(f"{p}:1: the journal header is not a JSON object")
+    header = upgrade_document(
+        header,
+        version=JOURNAL_FORMAT_VERSION,
+        upgrades=JOURNAL_UPGRADES,
+        path=f"{p}:1",
+        what="journal header",
+        error=RunFileError,
+    )
     return header_fingerprint(header, p)
 
 
@@ -189,7 +251,7 @@ def restore_journal(out_path: str | os.PathLike[str]) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(_line({"kind": "header", **header}))
+            fh.write(_header_line(header))
             for a in run.attempts:
                 text, digest = attempt_json(a)
                 fh.write(f'{{"kind":"attempt","sha256":"{digest}","attempt":{text}}}\n'.encode())
@@ -221,7 +283,7 @@ class JournalWriter:
         if header is not None:
             self._fh = open(self.path, "wb")
             if header is not HEADER_LATER:
-                self._fh.write(_line({"kind": "header", **header}))
+                self._fh.write(_header_line(header))
         else:
             self._fh = open(self.path, "r+b")
             self._fh.truncate(truncate_at if truncate_at is not None else self._fh.seek(0, os.SEEK_END))
@@ -248,7 +310,7 @@ class JournalWriter:
             raise RuntimeError(f"{self.path}: the journal has its header already")
         self._needs_header = False
         self._header_unsynced = True
-        self._fh.write(_line({"kind": "header", **header}))
+        self._fh.write(_header_line(header))
         self._fh.flush()  # in the OS now (a killed process keeps it); fsynced with the first group
 
     @property
@@ -326,6 +388,10 @@ class JournalWriter:
                 os.fsync(self._fh.fileno())
             except Exception as exc:  # reported by close
                 self._error = exc
+
+
+def _header_line(header: dict[str, Any]) -> bytes:
+    return _line({"kind": "header", **header, "format_version": JOURNAL_FORMAT_VERSION})
 
 
 def _line(obj: dict[str, Any]) -> bytes:

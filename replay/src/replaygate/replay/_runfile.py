@@ -10,21 +10,19 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from replaygate.replay._bounded import (
-    check_format_version,
-    load_json_bounded,
-    validation_summary,
-)
+from pydantic import BaseModel, ConfigDict, Field
+from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
 from replaygate.replay._errors import RunFileError
+from replaygate.replay._versioned import Upgrade, parse_versioned
 
 __all__ = [
     "RUN_FORMAT_VERSION",
+    "RUN_UPGRADES",
     "Attempt",
     "AttemptStatus",
     "CheckResult",
@@ -38,6 +36,7 @@ __all__ = [
     "ScenarioEntry",
     "attempt_digest",
     "attempt_json",
+    "bare_digest",
     "attempts_digest",
     "content_hash",
     "digest_of",
@@ -213,6 +212,7 @@ def attempt_digest(attempt: Attempt) -> str:
 
 
 _STARTED = ',"started":'
+_ATTEMPTS_OPEN = '"attempts": [\n'
 
 
 def attempt_json(attempt: Attempt) -> tuple[str, str]:
@@ -253,26 +253,84 @@ def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]]
     return attempts_digest(one(a) for a in run.attempts)
 
 
+def _free_form(run: RunFile) -> Iterator[tuple[Any, int]]:
+    """The run file's free-form values and their depths (root 0), for the nesting limit."""
+    yield run.policy, 1
+    summary: Any = run.summary
+    yield (summary.model_dump() if isinstance(summary, BaseModel) else summary), 1
+    yield run.fingerprint.simulator, 2
+    for attempt in run.attempts:
+        for judge in attempt.judges:
+            for claim in judge.claims:
+                yield claim, 6  # run > attempts > attempt > judges > judge > claims > claim
+
+
+#: Older run-file layouts this replaygate reads, by version (none yet: version 1 is the first).
+RUN_UPGRADES: Final[dict[int | None, Upgrade]] = {}
+
+
+def bare_digest(text: str) -> str | None:
+    """The :func:`attempt_digest` of an attempt from its JSON as written (``model_dump_json`` layout).
+
+    The text without its ``artifact_path`` field is hashed; None when the field cannot be found. Equal to
+    the recorded digest only for the very text that was hashed when the attempt was written.
+    """
+    i = text.rfind(',"artifact_path":')
+    j = text.find(_STARTED, i) if i >= 0 else -1
+    if j < 0:
+        return None
+    return hashlib.sha256((text[:i] + text[j:]).encode("utf-8")).hexdigest()
+
+
+def _line_digests(text: str, count: int) -> list[str] | None:
+    """The :func:`attempt_digest` of each attempt line of a run file as :func:`dump_run` lays it out.
+
+    Hashes the lines as they are (without their ``artifact_path``) instead of serializing each attempt
+    again; None when the text is not laid out that way (the caller then serializes each attempt).
+    """
+    at = text.rfind(_ATTEMPTS_OPEN)
+    if at < 0:
+        return None
+    lines = text[at + len(_ATTEMPTS_OPEN) :].split("\n")
+    body = [line.strip() for line in lines[:count]]
+    if len(body) != count:
+        return None
+    digests = []
+    for number, line in enumerate(body, start=1):
+        digest = bare_digest(line[:-1] if number < count and line.endswith(",") else line)
+        if digest is None:
+            return None
+        digests.append(digest)
+    return digests
+
+
 def load_run(path: str | os.PathLike[str]) -> RunFile:
     """Read a run file; a missing, unreadable, invalid or edited file raises :class:`RunFileError`.
 
     The attempts must match the digest recorded when the file was written: an attempt edited, added or
-    removed afterwards is refused.
+    removed afterwards is refused. Read in one pass (:func:`load_versioned`); the digest is checked
+    on the attempt lines as written, and by serializing each attempt again only when those differ.
     """
     p = Path(path)
-    raw = load_json_bounded(p, what="run file", error=RunFileError)
-    if not isinstance(raw, dict):
-        raise RunFileError(f"{p}: a run file is a JSON object")
-    check_format_version(raw, RUN_FORMAT_VERSION, p, "run file", RunFileError)
-    try:
-        run = RunFile.model_validate(raw)
-    except ValidationError as exc:
-        raise RunFileError(f"{p}: invalid run file: {validation_summary(exc)}") from None
+    text = read_text_bounded(p, what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+    run = parse_versioned(
+        text,
+        p,
+        RunFile,
+        version=RUN_FORMAT_VERSION,
+        what="run file",
+        error=RunFileError,
+        upgrades=RUN_UPGRADES,
+        free_form=_free_form,
+    )
     if run.attempts_digest is None:
         raise RunFileError(
             f"{p}: the run file records no attempts digest (written by an older replaygate or edited); "
             "re-run it"
         )
+    quick = _line_digests(text, len(run.attempts))
+    if quick is not None and attempts_digest(quick) == run.attempts_digest:
+        return run
     actual = digest_of(run)
     if actual != run.attempts_digest:
         raise RunFileError(

@@ -184,6 +184,7 @@ class _Loop:
             writer.close()
         finally:
             self.report.close()
+            self.attempts.close()
             self.capture.close()
             await self.plan.target.aclose()
             if self.artifacts is not None:
