@@ -82,9 +82,8 @@ def _row(name: str, seconds: float, target_s: float | None, note: str = "") -> N
 
 
 def bench_loading(sets: dict[int, Path]) -> None:
-    from replaygate.replay import load_scenarios
+    from replaygate.replay import load_scenarios, scenario_files
     from replaygate.replay._bounded import load_yaml_python
-    from replaygate.replay._scenario_io import scenario_files
 
     print("\n== loading a golden set (target: 2,000 scenarios < 1 s)")
     for n, path in sets.items():
