@@ -57,6 +57,7 @@ def test_secure_cookie_flag_by_default(env: Any, helpers: Any) -> None:
     app = replaygate.web.create_app(config)
     response = helpers.login(app.test_client(), "rita")
     assert "Secure" in response.headers["Set-Cookie"]
+    app.extensions["replaygate.state"].web_store.close()  # this second app opened its own
 
 
 def test_csrf_less_post_refused(env: Any, helpers: Any) -> None:
