@@ -4,7 +4,7 @@ A golden set is a directory of scenario YAML files (default ``golden/``, else ``
 ``--golden DIR``) with ``golden.lock`` beside them::
 
     from replaygate.golden import GoldenSet, lint, promote_trace, retire
-    from replaygate.instrumentation._store import TraceStore
+    from replaygate.instrumentation import TraceStore
 
     golden = GoldenSet("golden")
     promotion = promote_trace(TraceStore(), "4bf92f35...", golden, owner="alice",

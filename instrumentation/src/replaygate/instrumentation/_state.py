@@ -86,7 +86,6 @@ class State:
         self.provider: TracerProvider | None = None
         self.pipeline: Pipeline | None = None
         self.slots: weakref.WeakKeyDictionary[TracerProvider, Slot] = weakref.WeakKeyDictionary()
-        self.owns_global = False
         self.default: Instrumentation | None = None
         self._max_chars = 32768
         self.shutdown_timeout_s = 5.0
