@@ -20,9 +20,8 @@ from typing import Any
 import httpx
 from click.testing import CliRunner
 
-from replaygate.cli._main import cli
-from replaygate.gate import DecisionStore
-from replaygate.gate._signing import unread_scenarios
+from replaygate.cli import cli
+from replaygate.gate import DecisionStore, unread_scenarios
 from replaygate.store import TraceStore
 from replaygate.web import WebConfig, create_app
 from tests.web.gate_fixture import write_gate_reports

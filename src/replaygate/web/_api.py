@@ -13,13 +13,13 @@ token is configured.
 from __future__ import annotations
 
 import hmac
-from typing import Any, cast
+from typing import Any
 
 from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from replaygate.canary import CanaryError, Transition, parse_plan, state_json
-from replaygate.web._context import controller, web_config
+from replaygate.web._context import controller, page_state, web_config
 from replaygate.web._state_cache import StateCache
 
 __all__ = ["bp", "state_json"]
@@ -41,13 +41,10 @@ _PRIVATE = ("salt", "rollout_id", "decision_id")
 
 
 def _state_cache() -> StateCache:
-    extra = web_config().extra
-    cache = extra.get("state_cache")
-    if cache is None:
-        cache = extra["state_cache"] = StateCache(
-            lambda: controller().state(), stamp=lambda: controller().store.writes
-        )
-    return cast(StateCache, cache)
+    state = page_state()
+    if state.state_cache is None:
+        state.state_cache = StateCache(lambda: controller().state(), stamp=lambda: controller().store.writes)
+    return state.state_cache
 
 
 def _bearer_ok(*tokens: str | None) -> bool:
