@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -109,27 +110,30 @@ def test_scenarios_lock_rebuilds_the_index(golden: GoldenSet) -> None:
 
 
 def test_list_by_tag_parses_only_what_it_may_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import replaygate.replay._scenario_io as io_module
+    import replaygate.replay as replay_module
 
     from replaygate.golden import list_golden, list_scenarios
 
     gs = GoldenSet(tmp_path / "g")
     gs.write([_scenario(i, None).model_copy(update={"holdout": i == 4}) for i in range(10)])
-    parsed: list[Path] = []
-    real = io_module.load_scenario
+    skipped: list[set[str]] = []
+    real = replay_module.load_scenarios
 
-    def counting(path: Path) -> Scenario:
-        parsed.append(Path(path))
-        return real(path)
+    def recording(directory: Path, skip: Collection[Path] = ()) -> list[Scenario]:
+        skipped.append({Path(p).stem for p in skip})
+        return real(directory, skip)
 
-    monkeypatch.setattr(io_module, "load_scenario", counting)
+    monkeypatch.setattr(replay_module, "load_scenarios", recording)
+    everyone = {f"s-{i:03d}" for i in range(10)}
     for tier, tags in ((None, {"risk": "high"}), ("release", {"risk": "low"}), ("smoke", None)):
-        parsed.clear()
+        skipped.clear()
         got = list_golden(gs, tier=tier, tags=tags)
         want = list_scenarios(gs.load(), tier=tier, tags=tags)
         assert got == want
+        read = everyone - skipped[0]
+        assert {s.id for s in got.scenarios} <= read
         if tags:
-            assert {p.stem for p in parsed[: len(parsed) - 10]} == {s.id for s in got.scenarios}
+            assert read == {s.id for s in got.scenarios}  # every file left out was ruled out by its entry
     high = [s.id for s in list_golden(gs, tags={"risk": "high"}).scenarios]
     assert high == ["s-001", "s-003", "s-005", "s-007", "s-009"]
     (gs.path / "s-002.yaml").write_text(

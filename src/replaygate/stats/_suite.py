@@ -13,6 +13,8 @@ from replaygate.stats._scipy import scipy_stats
 
 __all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "noise_floor"]
 
+_SIM_CHUNK = 25  # simulations drawn at once (bounds the temporary arrays)
+
 
 @dataclass(frozen=True)
 class NoiseFloor:
@@ -74,16 +76,27 @@ def minimum_detectable_drop(
     # Common random numbers: one uniform per (simulation, scenario, attempt), reused for every drop, so
     # the simulated head outcomes fall monotonically as the drop grows and a bisection over drops is sound.
     k_max = int(n.max())
-    attempt_mask = np.arange(k_max)[None, :] < n[:, None]  # (S, k_max)
-    u_base = rng.random((n_sims, p.size, k_max))
-    u_head = rng.random((n_sims, p.size, k_max))
-    xb = ((u_base < p[None, :, None]) & attempt_mask).sum(axis=2)
+    invalid = np.arange(k_max)[None, :] >= n[:, None]  # (S, k_max): attempts a scenario does not have
+    xb = np.zeros((n_sims, p.size), dtype=np.int64)
+    for start in range(0, n_sims, _SIM_CHUNK):  # the same stream as one (n_sims, S, k_max) draw
+        u = rng.random((min(_SIM_CHUNK, n_sims - start), p.size, k_max))
+        xb[start : start + u.shape[0]] = ((u < p[None, :, None]) & ~invalid).sum(axis=2)
+    # The head's uniforms, attempt-major (k_max, n_sims, S) so a count is k_max flat comparisons; the
+    # attempts a scenario lacks hold 2.0, which no rate reaches.
+    u_head = np.empty((k_max, n_sims, p.size))
+    for start in range(0, n_sims, _SIM_CHUNK):
+        u = rng.random((min(_SIM_CHUNK, n_sims - start), p.size, k_max))
+        u[:, invalid] = 2.0
+        u_head[:, start : start + u.shape[0], :] = u.transpose(2, 0, 1)
+        del u
     half_step = 1.0 / (p.size * k_max)
     z_crit = float(scipy_stats().norm.isf(alpha / 2))
 
     def power_at(drop: float) -> float:
         q = np.clip(p * (1.0 - drop / mean), 0.0, 1.0)
-        xh = ((u_head < q[None, :, None]) & attempt_mask).sum(axis=2)
+        xh = np.zeros((n_sims, p.size), dtype=np.int64)
+        for column in u_head:
+            xh += column < q
         delta = (xh / n - xb / n).mean(axis=1)
         total = xb + xh
         big_n = 2 * n
