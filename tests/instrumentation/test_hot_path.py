@@ -7,7 +7,7 @@ import pytest
 import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from replaygate.instrumentation import _semconv as sc
+from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._agent import AgentRun
 
 from tests.instrumentation.conftest import FlushingMemory
