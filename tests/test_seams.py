@@ -102,6 +102,9 @@ WHITE_BOX = {
     ("tests/instrumentation/test_cli_traces.py", "replaygate.cli"): "pins the traces commands' module",
     ("tests/test_cli_options.py", "replaygate.cli"): "walks every command's shared options",
     ("tests/replay/test_runner_capture.py", "replaygate.instrumentation"): "reads the capture routes",
+    ("tests/collect/test_end_to_end_postgres.py", "replaygate.web"): "closes the page's canary controller",
+    ("tests/golden/test_index.py", "replaygate.replay"): "counts the files the loader parses",
+    ("bench/suite_scale.py", "replaygate.replay"): "times the pure-Python loader beside libyaml",
 }
 
 

@@ -75,11 +75,13 @@ def test_a_step_that_cannot_gather_its_traffic_suggests_the_next_share(
     ctl = make_controller(min_count=50, max_hold_s=1.5 * 3600)
     ctl.clock = clock
     ctl.start("dec-pass", actor="ana")  # the default plan: 1% first
+    started = time.time_ns()
     traces.add("baseline", 9801)
     traces.add("baseline", 99, error=True)  # errors are rare: 1 in 100
     traces.add("candidate", 99)
     traces.add("candidate", 1, error=True)
-    clock.offset = HOUR_NS  # that took an hour: 100 candidate requests an hour at 1%
+    # that took an hour (however long the inserts really took): 100 candidate requests an hour at 1%
+    clock.offset = started + HOUR_NS - time.time_ns()
     status = ctl.status()
     outlook = status.outlook
     assert outlook is not None and outlook.needed is not None and outlook.eta_s is not None

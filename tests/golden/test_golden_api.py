@@ -30,6 +30,7 @@ def test_golden_all_is_pinned() -> None:
             "parse_attempt_ref",
             "import_csv",
             "lint",
+            "list_golden",
             "list_scenarios",
             "listing_rows",
             "lock_entry",

@@ -7,6 +7,7 @@ from typing import Any
 
 import replaygate.canary
 import replaygate.web
+from replaygate.web._context import page_state
 
 READ_TOKEN = "read-token-456"  # as in conftest
 
@@ -147,7 +148,10 @@ def test_api_get_has_etag(env: Any) -> None:
     etag = first.headers["ETag"]
     again = client.get("/api/canary", headers={"If-None-Match": etag})
     assert again.status_code == 304
-    env.controller.start("dec-pass", actor="ana")
+    with env.app.app_context():
+        cache = page_state().state_cache
+    assert cache is not None and cache.reads == 1  # served from the cached row
+    env.controller.start("dec-pass", actor="ana")  # a change in this process is served at once
     changed = client.get("/api/canary", headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed.json["status"] == "canary"  # type: ignore[index]
     assert changed.json["share"] == 0.01  # type: ignore[index]

@@ -10,14 +10,15 @@ detect.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from replaygate.replay import Attempt, RunFile, ScenarioEntry
 
 from replaygate.gate._comparison_model import (
-    Change,
     Comparison,
     ErrorSummary,
     GradedComparison,
+    GuardrailComparison,
     NoiseInfo,
     RateComparison,
     RunRef,
@@ -78,65 +79,111 @@ def _by_scenario(run: RunFile) -> dict[str, list[Attempt]]:
     return {sid: sorted(rows, key=lambda a: a.index) for sid, rows in out.items()}
 
 
-def _side(
-    run: RunFile,
-    label: str,
-    entry: ScenarioEntry | None,
-    sid: str,
-    required: int,
-    confidence: float,
-    attempts: list[Attempt],
-) -> tuple[SideStats, list[str], list[Attempt]]:
-    if entry is None:
-        return SideStats(present=False), [f"scenario {sid} is missing from the {label} run {run.run_id}"], []
+def _side_problems(label: str, run_id: str, sid: str, attempts: int, scored: int, required: int) -> list[str]:
+    if attempts < required:
+        return [
+            f"scenario {sid}: the {label} run {run_id} has {attempts} of {required} attempts "
+            "(resume or re-run it)"
+        ]
+    if scored == 0:
+        return [f"scenario {sid}: every attempt of the {label} run {run_id} errored; nothing to compare"]
+    return []
+
+
+def _failure_details(attempts: Sequence[Attempt]) -> list[str]:
+    details: list[str] = []
+    for a in attempts:
+        if a.status != "fail":
+            continue
+        details.extend(f"check {c.name}: {c.detail}".rstrip(": ") for c in a.checks if not c.passed)
+        details.extend(
+            f"judge {j.name} ({j.score:.2f}): {j.detail}".rstrip(": ") for j in a.judges if not j.passed
+        )
+    return list(dict.fromkeys(details))[:5]
+
+
+def _sample_answer(attempts: Sequence[Attempt]) -> str | None:
+    failing = [a.answer for a in attempts if a.status == "fail" and a.answer is not None]
+    answered = failing or [a.answer for a in attempts if a.answer is not None]
+    return answered[0][:_ANSWER_CAP] if answered else None
+
+
+def _stats(entry: ScenarioEntry, attempts: Sequence[Attempt], confidence: float) -> SideStats:
     passed = sum(a.status == "pass" for a in attempts)
     failed = sum(a.status == "fail" for a in attempts)
-    errors = sum(a.status == "error" for a in attempts)
-    problems: list[str] = []
-    if len(attempts) < required:
-        problems.append(
-            f"scenario {sid}: the {label} run {run.run_id} has {len(attempts)} of {required} attempts "
-            "(resume or re-run it)"
-        )
-    elif passed + failed == 0:
-        problems.append(
-            f"scenario {sid}: every attempt of the {label} run {run.run_id} errored; nothing to compare"
-        )
     scored = passed + failed
-    low = high = rate = None
+    rate = low = high = None
     verdict = None
     if scored:
         rate = passed / scored
         low, high = wilson_interval(passed, scored, confidence)
         verdict = scenario_verdict(passed, scored, entry.must_pass, entry.threshold, confidence)
-    details: list[str] = []
-    for a in attempts:
-        if a.status != "fail":
-            continue
-        for c in a.checks:
-            if not c.passed:
-                details.append(f"check {c.name}: {c.detail}".rstrip(": "))
-        for j in a.judges:
-            if not j.passed:
-                details.append(f"judge {j.name} ({j.score:.2f}): {j.detail}".rstrip(": "))
     errs = list(dict.fromkeys(a.error or "error (no message)" for a in attempts if a.status == "error"))
-    failing = [a for a in attempts if a.status == "fail" and a.answer is not None]
-    answered = failing or [a for a in attempts if a.answer is not None]
-    sample = answered[0].answer[:_ANSWER_CAP] if answered and answered[0].answer is not None else None
-    side = SideStats(
+    return SideStats(
         attempts=len(attempts),
         passed=passed,
         failed=failed,
-        errors=errors,
+        errors=sum(a.status == "error" for a in attempts),
         rate=rate,
         low=low,
         high=high,
         verdict=verdict,
         error_messages=errs[:3],
-        failure_details=list(dict.fromkeys(details))[:5],
-        sample_answer=sample,
+        failure_details=_failure_details(attempts),
+        sample_answer=_sample_answer(attempts),
     )
-    return side, problems, attempts
+
+
+@dataclass
+class _Side:
+    """One run of a comparison (baseline, candidate or second baseline) and what was measured of it.
+
+    ``stats`` and ``problems`` hold each scenario the run has; ``metrics`` and ``counts`` (passes and
+    scored attempts, where any attempt was scored) the graded and pass/fail data the tests read.
+    """
+
+    label: str
+    run: RunFile
+    path: str | None
+    entries: dict[str, ScenarioEntry]
+    attempts: dict[str, list[Attempt]]
+    stats: dict[str, SideStats] = field(default_factory=dict)
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    metrics: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    counts: dict[str, Counts] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, run: RunFile, label: str, path: str | None) -> _Side:
+        """The side of ``run``, nothing measured yet."""
+        return cls(label, run, path, {e.id: e for e in run.scenarios}, _by_scenario(run))
+
+    def measure(self, sid: str, required: int, confidence: float) -> None:
+        """Measure scenario ``sid``: a scenario the run lacks is a problem and has no attempts."""
+        entry = self.entries.get(sid)
+        if entry is None:
+            self.stats[sid] = SideStats(present=False)
+            self.problems[sid] = [f"scenario {sid} is missing from the {self.label} run {self.run.run_id}"]
+            self.metrics[sid] = {}
+            return
+        attempts = self.attempts.get(sid, [])
+        stats = _stats(entry, attempts, confidence)
+        self.stats[sid] = stats
+        self.problems[sid] = _side_problems(
+            self.label, self.run.run_id, sid, len(attempts), stats.scored, required
+        )
+        self.metrics[sid] = _metric_values(attempts)
+        if stats.scored:
+            self.counts[sid] = (stats.passed, stats.scored)
+
+    def measured(self, sid: str) -> list[Attempt]:
+        """The attempts of ``sid`` that were measured (none when the run lacks the scenario)."""
+        return self.attempts.get(sid, []) if sid in self.entries else []
+
+    def ref(self) -> RunRef:
+        """Which run this side is, for the comparison's record."""
+        return RunRef(
+            run_id=self.run.run_id, fingerprint=self.run.fingerprint.model_dump(mode="json"), path=self.path
+        )
 
 
 def _rate_group(
@@ -278,8 +325,105 @@ def _holm_graded(groups: list[GradedComparison]) -> list[GradedComparison]:
     return [g.model_copy(update={"p_adjusted": p}) for g, p in zip(groups, adjusted, strict=True)]
 
 
-def _ref(run: RunFile, path: str | None) -> RunRef:
-    return RunRef(run_id=run.run_id, fingerprint=run.fingerprint.model_dump(mode="json"), path=path)
+def _scenario_rows(
+    sides: Sequence[_Side], k: int, confidence: float
+) -> tuple[list[ScenarioComparison], list[str]]:
+    """Measure every scenario on every side; the rows (change still unknown) and the blocking problems."""
+    base, head, *rest = sides
+    noise = rest[0] if rest else None
+    rows: list[ScenarioComparison] = []
+    problems: list[str] = []
+    for sid in dict.fromkeys([*base.entries, *head.entries]):
+        entry = base.entries.get(sid) or head.entries[sid]
+        required = min(entry.repeats, k) if entry.repeats > 0 else k
+        base.measure(sid, required, confidence)
+        head.measure(sid, required, confidence)
+        second = None
+        if noise is not None and sid in noise.entries:
+            noise.measure(sid, required, confidence)
+            second = noise.stats[sid]
+        sc_problems = base.problems[sid] + head.problems[sid]
+        counts = entry.counts and (head.entries.get(sid) or entry).counts
+        if counts:
+            problems.extend(sc_problems)
+        rows.append(
+            ScenarioComparison(
+                id=sid,
+                title=entry.title,
+                must_pass=entry.must_pass,
+                threshold=entry.threshold,
+                counts=counts,
+                tags=dict(entry.tags),
+                required_attempts=required,
+                base=base.stats[sid],
+                head=head.stats[sid],
+                change="unknown",  # decided by classify_scenarios
+                second=second,
+                problems=sc_problems,
+            )
+        )
+    return rows, problems
+
+
+def _noise_info(base: _Side, noise: _Side | None, valid: Sequence[str], policy: Policy) -> NoiseInfo | None:
+    """The overall noise floor, measured once: the comparison's noise and the overall magnitude."""
+    if noise is None:
+        return None
+    nids = [i for i in valid if i in noise.counts]
+    if not nids:
+        return None
+    nf = noise_floor(
+        [base.counts[i] for i in nids], [noise.counts[i] for i in nids], policy.confidence, policy.seed
+    )
+    return NoiseInfo(
+        run_id=noise.run.run_id, delta=nf.delta, low=nf.low, high=nf.high, p_value=nf.p_value,
+        magnitude=nf.magnitude,
+    )  # fmt: skip
+
+
+def _graded(
+    base: _Side, head: _Side, noise: _Side | None, valid: Sequence[str], cats: dict[str, list[str]],
+    policy: Policy,
+) -> list[GradedComparison]:  # fmt: skip
+    """Each judge score and retrieval metric both runs have: overall, then per category (Holm-adjusted)."""
+    nm = noise.metrics if noise is not None else None
+    metrics = sorted(
+        {m for i in valid for m in base.metrics[i]} & {m for i in valid for m in head.metrics[i]}
+    )
+    graded: list[GradedComparison] = []
+    for metric in metrics:
+        top = _graded_group(metric, "overall", valid, base.metrics, head.metrics, nm, policy)
+        if top is not None:
+            graded.append(top)
+        per_cat = [
+            _graded_group(metric, n, ids, base.metrics, head.metrics, nm, policy) for n, ids in cats.items()
+        ]
+        graded.extend(_holm_graded([g for g in per_cat if g is not None]))
+    return graded
+
+
+def _counted(side: _Side, scenarios: Sequence[ScenarioComparison]) -> list[Attempt]:
+    return [a for s in scenarios if s.counts for a in side.measured(s.id)]
+
+
+def _guardrails(
+    base: _Side, head: _Side, noise: _Side | None, scenarios: Sequence[ScenarioComparison], confidence: float
+) -> tuple[list[GuardrailComparison], ErrorSummary]:
+    """The guardrails (with the noise between the two baselines) and the errors, over counted scenarios."""
+    b_counted, h_counted = _counted(base, scenarios), _counted(head, scenarios)
+    guardrails = compare_guardrails(b_counted, h_counted, confidence)
+    if noise is not None:
+        n_counted = [a for s in scenarios if s.counts for a in noise.attempts.get(s.id, [])]
+        guardrails = with_noise(guardrails, compare_guardrails(b_counted, n_counted, confidence))
+    errors = ErrorSummary(
+        base_errors=sum(a.status == "error" for a in b_counted),
+        base_attempts=len(b_counted),
+        head_errors=sum(a.status == "error" for a in h_counted),
+        head_attempts=len(h_counted),
+        base_scenarios=[s.id for s in scenarios if s.counts and s.base.errors],
+        head_scenarios=[s.id for s in scenarios if s.counts and s.head.errors],
+    )
+    return guardrails, errors
 
 
 def compare_runs(
@@ -308,126 +452,36 @@ def compare_runs(
     if noise is not None:
         check_comparable(base, noise, "baseline", "second baseline")
     k = base.fingerprint.k
-    b_entries = {e.id: e for e in base.scenarios}
-    h_entries = {e.id: e for e in head.scenarios}
-    n_entries = {e.id: e for e in noise.scenarios} if noise is not None else {}
-    order = list(dict.fromkeys([*b_entries, *h_entries]))
-    b_att, h_att = _by_scenario(base), _by_scenario(head)
-    n_att = _by_scenario(noise) if noise is not None else {}
-
-    scenarios: list[ScenarioComparison] = []
-    problems: list[str] = []
-    b_counted: list[Attempt] = []
-    h_counted: list[Attempt] = []
-    b_metrics: dict[str, dict[str, list[float]]] = {}
-    h_metrics: dict[str, dict[str, list[float]]] = {}
-    n_metrics: dict[str, dict[str, list[float]]] = {}
-    n_counts: dict[str, Counts] = {}
-    for sid in order:
-        entry = b_entries.get(sid) or h_entries[sid]
-        required = min(entry.repeats, k) if entry.repeats > 0 else k
-        bs, bp, ba = _side(base, "baseline", b_entries.get(sid), sid, required, conf, b_att.get(sid, []))
-        hs, hp, ha = _side(head, "candidate", h_entries.get(sid), sid, required, conf, h_att.get(sid, []))
-        sc_problems = bp + hp
-        counts = entry.counts and (h_entries.get(sid) or entry).counts
-        if counts:
-            problems.extend(sc_problems)
-            b_counted.extend(ba)
-            h_counted.extend(ha)
-        second = None
-        if noise is not None and sid in n_entries:
-            na = n_att.get(sid, [])
-            second, _, _ = _side(noise, "second baseline", n_entries[sid], sid, required, conf, na)
-        change: Change = "unknown"  # decided by classify_scenarios below
-        scenarios.append(
-            ScenarioComparison(
-                id=sid,
-                title=entry.title,
-                must_pass=entry.must_pass,
-                threshold=entry.threshold,
-                counts=counts,
-                tags=dict(entry.tags),
-                required_attempts=required,
-                base=bs,
-                head=hs,
-                change=change,
-                second=second,
-                problems=sc_problems,
-            )
-        )
-        b_metrics[sid] = _metric_values(ba)
-        h_metrics[sid] = _metric_values(ha)
-        if noise is not None and sid in n_entries:
-            na = n_att.get(sid, [])
-            np_, nf_ = sum(a.status == "pass" for a in na), sum(a.status == "fail" for a in na)
-            if np_ + nf_:
-                n_counts[sid] = (np_, np_ + nf_)
-            n_metrics[sid] = _metric_values(na)
-
+    b = _Side.of(base, "baseline", paths[0])
+    h = _Side.of(head, "candidate", paths[1])
+    n = _Side.of(noise, "second baseline", paths[2]) if noise is not None else None
+    scenarios, problems = _scenario_rows([b, h] if n is None else [b, h, n], k, conf)
     scenarios, family, scenario_drop = classify_scenarios(scenarios, policy)
-    scenarios, flaky_share = mark_flaky(scenarios, policy) if noise is not None else (scenarios, None)
+    scenarios, flaky_share = mark_flaky(scenarios, policy) if n is not None else (scenarios, None)
 
-    counted = [s for s in scenarios if s.counts and not s.problems]
-    valid = [s.id for s in counted]
-    b_counts = {s.id: (s.base.passed, s.base.scored) for s in counted}
-    h_counts = {s.id: (s.head.passed, s.head.scored) for s in counted}
-    nc = n_counts if noise is not None else None
-    # The overall noise floor is measured once: it is both the comparison's noise and the overall magnitude.
-    noise_info = None
-    if noise is not None:
-        nids = [i for i in valid if i in n_counts]
-        if nids:
-            nf = noise_floor([b_counts[i] for i in nids], [n_counts[i] for i in nids], conf, policy.seed)
-            noise_info = NoiseInfo(
-                run_id=noise.run_id,
-                delta=nf.delta,
-                low=nf.low,
-                high=nf.high,
-                p_value=nf.p_value,
-                magnitude=nf.magnitude,
-            )
+    valid = [s.id for s in scenarios if s.counts and not s.problems]
+    noise_info = _noise_info(b, n, valid, policy)
     known = noise_info.magnitude if noise_info is not None else None
-    overall = _rate_group("overall", valid, b_counts, h_counts, None, policy, known_noise=known)
+    overall = _rate_group("overall", valid, b.counts, h.counts, None, policy, known_noise=known)
     cats = _categories(scenarios, valid)
+    nc = n.counts if n is not None else None
     categories = _holm_rates(
-        [_rate_group(n, ids, b_counts, h_counts, nc, policy, len(cats)) for n, ids in cats.items()]
+        [_rate_group(name, ids, b.counts, h.counts, nc, policy, len(cats)) for name, ids in cats.items()]
     )
-
-    nm = n_metrics if noise is not None else None
-    metrics = sorted({m for i in valid for m in b_metrics[i]} & {m for i in valid for m in h_metrics[i]})
-    graded: list[GradedComparison] = []
-    for metric in metrics:
-        top = _graded_group(metric, "overall", valid, b_metrics, h_metrics, nm, policy)
-        if top is not None:
-            graded.append(top)
-        per_cat = [_graded_group(metric, n, ids, b_metrics, h_metrics, nm, policy) for n, ids in cats.items()]
-        graded.extend(_holm_graded([g for g in per_cat if g is not None]))
-
     # significance only: compared with the tolerance for "can't tell" (``overall.detectable_drop`` adds
     # the tolerance and the noise floor, as rule 2 does)
     mdd = (
         minimum_detectable_drop(
-            [b_counts[i] for i in valid], alpha=policy.alpha, power=policy.power, seed=policy.seed
+            [b.counts[i] for i in valid], alpha=policy.alpha, power=policy.power, seed=policy.seed
         )
         if valid
         else None
     )
-    guardrails = compare_guardrails(b_counted, h_counted, conf)
-    if noise is not None:
-        n_counted = [a for s in scenarios if s.counts for a in n_att.get(s.id, [])]
-        guardrails = with_noise(guardrails, compare_guardrails(b_counted, n_counted, conf))
-    errors = ErrorSummary(
-        base_errors=sum(a.status == "error" for a in b_counted),
-        base_attempts=len(b_counted),
-        head_errors=sum(a.status == "error" for a in h_counted),
-        head_attempts=len(h_counted),
-        base_scenarios=[s.id for s in scenarios if s.counts and s.base.errors],
-        head_scenarios=[s.id for s in scenarios if s.counts and s.head.errors],
-    )
+    guardrails, errors = _guardrails(b, h, n, scenarios, conf)
     return Comparison(
-        baseline=_ref(base, paths[0]),
-        candidate=_ref(head, paths[1]),
-        noise_run=_ref(noise, paths[2]) if noise is not None else None,
+        baseline=b.ref(),
+        candidate=h.ref(),
+        noise_run=n.ref() if n is not None else None,
         suite_hash=base.fingerprint.suite_hash,
         k=k,
         confidence=conf,
@@ -439,7 +493,7 @@ def compare_runs(
         flaky_noise_share=flaky_share,
         overall=overall,
         categories=categories,
-        graded=graded,
+        graded=_graded(b, h, n, valid, cats, policy),
         guardrails=guardrails,
         errors=errors,
         scenarios=scenarios,

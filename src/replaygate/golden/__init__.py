@@ -32,7 +32,7 @@ from replaygate.golden._lifecycle import (
     retire,
 )
 from replaygate.golden._lint import LintProblem, lint
-from replaygate.golden._listing import Listing, list_scenarios, listing_rows
+from replaygate.golden._listing import Listing, list_golden, list_scenarios, listing_rows
 from replaygate.golden._lock import LOCK_NAME, LockEntry, lock_entry, read_lock
 from replaygate.golden._promote import (
     Promotion,
@@ -67,6 +67,7 @@ __all__ = [
     "freeze_conversation",
     "import_csv",
     "lint",
+    "list_golden",
     "list_scenarios",
     "listing_rows",
     "lock_entry",

@@ -19,7 +19,8 @@ from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from replaygate.canary import CanaryError, Transition, parse_plan, state_json
-from replaygate.web._context import controller, web_config
+from replaygate.web._context import controller, page_state, web_config
+from replaygate.web._state_cache import StateCache
 
 __all__ = ["bp", "state_json"]
 
@@ -39,6 +40,13 @@ def _error(status: int, message: str) -> Response:
 _PRIVATE = ("salt", "rollout_id", "decision_id")
 
 
+def _state_cache() -> StateCache:
+    state = page_state()
+    if state.state_cache is None:
+        state.state_cache = StateCache(lambda: controller().state(), stamp=lambda: controller().store.writes)
+    return state.state_cache
+
+
 def _bearer_ok(*tokens: str | None) -> bool:
     header = request.headers.get("Authorization", "")
     given = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
@@ -47,8 +55,8 @@ def _bearer_ok(*tokens: str | None) -> bool:
 
 @bp.route("/canary", methods=["GET"])
 def canary_state() -> Response:
-    """The current canary state for routing clients; answers 304 to a matching ``If-None-Match``."""
-    state = controller().state()
+    """The current canary state for routing clients (cached, see ``_state_cache``); 304 on a match."""
+    state = _state_cache().get()
     config = web_config()
     payload = state_json(state)
     full = _bearer_ok(config.read_token, config.api_token)

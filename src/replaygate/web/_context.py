@@ -25,6 +25,7 @@ from flask_wtf.csrf import CSRFProtect
 from replaygate.canary import CanaryController
 from replaygate.web._config import User, WebConfig
 from replaygate.web._gate_reports import ReportIndex
+from replaygate.web._state_cache import StateCache
 from replaygate.web._webstore import WebStore
 
 __all__ = [
@@ -68,6 +69,8 @@ class PageState:
     report_index: ReportIndex | None = None
     #: the golden set's files (path, mtime) when ``promoted`` was read, and trace id -> scenario id
     promoted: tuple[tuple[tuple[str, int], ...], dict[str, str]] | None = None
+    #: ``GET /api/canary``'s cached rollout state (one read per second per worker)
+    state_cache: StateCache | None = None
 
 
 def page_state() -> PageState:

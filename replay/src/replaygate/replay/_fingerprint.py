@@ -1,4 +1,4 @@
-"""Build a run's fingerprint and tell why two fingerprints differ."""
+"""Build a run's fingerprint (with how each judge was made) and tell why two fingerprints differ."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from replaygate.replay._judges import Judge, judge_identity, judge_specs
 from replaygate.replay._runfile import Fingerprint, content_hash
 from replaygate.replay.version import __version__
 
@@ -66,28 +67,12 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
 NO_CONFIG = "no config"
 
 
-def judge_identity(judges: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """Return the judges' model and prompt version (``name=value`` pairs when they differ)."""
-
-    def collect(attr: str) -> str | None:
-        values = {name: getattr(j, attr, None) for name, j in sorted(judges.items())}
-        present = {k: str(v) for k, v in values.items() if v is not None}
-        if not present:
-            return None
-        distinct = set(present.values())
-        if len(distinct) == 1:
-            return distinct.pop()
-        return ",".join(f"{k}={v}" for k, v in present.items())
-
-    return collect("model"), collect("prompt_version")
-
-
 def build_fingerprint(
     *,
     config: Mapping[str, Any] | None,
     versions: Mapping[str, str],
     target: str,
-    judges: Mapping[str, Any],
+    judges: Mapping[str, Judge],
     suite_hash: str,
     policy: Mapping[str, Any] | None,
     tier: str | None,
@@ -105,6 +90,7 @@ def build_fingerprint(
         code_commit=code_commit,
         judge_model=judge_model,
         judge_prompt_version=judge_prompt,
+        judges=judge_specs(judges),
         replaygate_version=__version__,
         suite_hash=suite_hash,
         policy_hash=content_hash(dict(policy)) if policy is not None else None,

@@ -7,10 +7,11 @@ a groundedness (faithfulness) judge never receives it, so it cannot score releva
 
 ``@register_judge("name")`` registers a factory (a class or a function); ``create_judge("name", **args)``
 calls it and records ``{"name": ..., "args": ...}`` on the judge (:func:`judge_spec`); secrets
-(``api_key``) are never recorded. The run file itself records the judges' model and prompt version (in
-its fingerprint), from which :func:`judges_from_fingerprint` rebuilds the built-in judges; ``replaygate
-run --resume`` uses it so a resumed run keeps its judges. (Custom judges' specs are not yet written to the
-run file.)
+(``api_key``) are never recorded. The run file records the judges' model and prompt version and each
+judge's spec (``fingerprint.judges``, slot -> :class:`JudgeSpec`), from which :func:`judges_from_fingerprint`
+rebuilds them: the built-in ones from the model (with the endpoint and key given now), any other registered
+judge from its spec. ``replaygate run --resume`` uses it so a resumed run keeps its judges; a run file
+written before specs were recorded still rebuilds its built-in judges.
 
 Environment variables read by :func:`create_judges` for ``kind="llm"`` when an argument is not given:
 ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_MODEL``, ``REPLAYGATE_JUDGE_API_KEY``.
@@ -19,22 +20,25 @@ Environment variables read by :func:`create_judges` for ``kind="llm"`` when an a
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from replaygate.replay._errors import JudgeError
-from replaygate.replay._fingerprint import judge_identity
 from replaygate.replay._judge_registry import REGISTRY, Judge, JudgeVerdict, register_judge
 from replaygate.replay._llm_judge import LlmJudge
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
-from replaygate.replay._runfile import Fingerprint
+from replaygate.replay._runfile import Fingerprint, JudgeSpec
 
 __all__ = [
+    "BUILTIN_JUDGES",
     "Judge",
     "JudgeVerdict",
     "create_judge",
     "create_judges",
-    "judges_from_fingerprint",
+    "judge_identity",
     "judge_spec",
+    "judge_specs",
+    "judges_from_fingerprint",
     "register_judge",
     "registered_judges",
 ]
@@ -74,6 +78,36 @@ def judge_spec(judge: Judge) -> dict[str, Any] | None:
     """How a judge was created (``{"name", "args"}``), or None when it was not made by create_judge."""
     spec = getattr(judge, _SPEC_ATTR, None)
     return dict(spec) if isinstance(spec, dict) else None
+
+
+def judge_specs(judges: Mapping[str, Judge]) -> dict[str, JudgeSpec] | None:
+    """How each judge was made (slot -> spec), as the run file records it.
+
+    None when a judge was not made by :func:`create_judge` (it could not be rebuilt from a spec).
+    """
+    specs = {slot: judge_spec(j) for slot, j in sorted(judges.items())}
+    if not specs or any(spec is None for spec in specs.values()):
+        return None
+    return {slot: JudgeSpec.model_validate(spec) for slot, spec in specs.items() if spec is not None}
+
+
+def judge_identity(judges: Mapping[str, Judge]) -> tuple[str | None, str | None]:
+    """Return the judges' model and prompt version (``name=value`` pairs when they differ)."""
+
+    def collect(values: dict[str, str | None]) -> str | None:
+        present = {k: str(v) for k, v in values.items() if v is not None}
+        if not present:
+            return None
+        distinct = set(present.values())
+        if len(distinct) == 1:
+            return distinct.pop()
+        return ",".join(f"{k}={v}" for k, v in present.items())
+
+    ordered = sorted(judges.items())
+    return (
+        collect({name: j.model for name, j in ordered}),
+        collect({name: j.prompt_version for name, j in ordered}),
+    )
 
 
 def create_judges(
@@ -129,8 +163,12 @@ def judges_from_fingerprint(
 ) -> dict[str, Judge]:
     """Rebuild the judges a run was recorded with (its fingerprint's judge model and prompt version).
 
-    ``offline`` gives the offline judges; any other model gives the LLM judges of that model (the base
-    URL and key come from the arguments or the environment, as for :func:`create_judges`). The rebuilt
+    A run that records its judges' specs gets each judge rebuilt from its spec
+    (``create_judge(spec.name, **spec.args)``; register a custom factory first); an LLM judge takes the base
+    URL (else the recorded one), key and timeout given now or from the environment. A run written before
+    specs were recorded gets, for ``offline``, the offline judges and for any other model the LLM judges of
+    that model (the base URL and key come from the arguments or the environment, as for
+    :func:`create_judges`). The rebuilt
     judges must carry the recorded prompt version, so a run is never continued or re-judged with a prompt
     that changed since.
 
@@ -139,6 +177,12 @@ def judges_from_fingerprint(
             replaygate does not have.
     """
     model, prompt = fingerprint.judge_model, fingerprint.judge_prompt_version
+    if fingerprint.judges:
+        judges = {
+            slot: create_judge(spec.name, **_endpoint(spec, base_url, api_key, timeout_s))
+            for slot, spec in fingerprint.judges.items()
+        }
+        return _same_identity(judges, model, prompt)
     if model is None:
         raise JudgeError(
             "the run records no judge model: its judges cannot be rebuilt; choose them with --judge"
@@ -152,6 +196,23 @@ def judges_from_fingerprint(
         if model == "offline"
         else create_judges("llm", model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     )
+    return _same_identity(judges, model, prompt)
+
+
+def _endpoint(spec: JudgeSpec, base_url: str | None, api_key: str | None, timeout_s: float) -> dict[str, Any]:
+    """A spec's arguments; an LLM judge takes the endpoint, key and timeout given now (no key recorded)."""
+    args = dict(spec.args)
+    if spec.name == "llm":
+        args["base_url"] = base_url or os.environ.get("REPLAYGATE_JUDGE_BASE_URL") or args.get("base_url")
+        args["timeout_s"] = timeout_s
+        key = api_key or os.environ.get("REPLAYGATE_JUDGE_API_KEY")
+        if key:
+            args["api_key"] = key
+    return args
+
+
+def _same_identity(judges: dict[str, Judge], model: str | None, prompt: str | None) -> dict[str, Judge]:
+    """The rebuilt judges, if they carry the recorded model and prompt version."""
     now_model, now_prompt = judge_identity(judges)
     if (now_model, now_prompt) != (model, prompt):
         raise JudgeError(

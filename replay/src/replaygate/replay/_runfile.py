@@ -30,6 +30,7 @@ __all__ = [
     "ConversationTurn",
     "Fingerprint",
     "JudgeResult",
+    "JudgeSpec",
     "Measures",
     "RetrievalScores",
     "RunFile",
@@ -56,8 +57,20 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class JudgeSpec(_Model):
+    """How one judge was made: the registered factory's name and its (non-secret) arguments."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
 class Fingerprint(_Model):
-    """Everything that decides whether two runs can be compared."""
+    """Everything that decides whether two runs can be compared.
+
+    ``judges`` (judge slot -> :class:`JudgeSpec`) says how each judge was made, so any registered judge
+    is rebuilt from the run; None in runs written before it was recorded, or when a judge was not made
+    by ``create_judge``.
+    """
 
     agent_config_hash: str
     declared_versions: dict[str, str] = Field(default_factory=dict)  # model, prompt, tools, index
@@ -73,6 +86,7 @@ class Fingerprint(_Model):
     seed: int
     date: str  # ISO 8601 UTC, when the run started
     simulator: dict[str, Any] | None = None  # kind, model, prompt_version, temperature, seed (follow-ups)
+    judges: dict[str, JudgeSpec] | None = None
 
 
 class ScenarioEntry(_Model):
@@ -243,8 +257,7 @@ def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]]
 def _free_form(run: RunFile) -> Iterator[tuple[Any, int]]:
     """The run file's free-form values and their depths (root 0), for the nesting limit."""
     yield run.policy, 1
-    summary: Any = run.summary
-    yield (summary.model_dump() if isinstance(summary, BaseModel) else summary), 1
+    yield run.summary.retrieval, 2  # the summary's only free-form part
     yield run.fingerprint.simulator, 2
     for attempt in run.attempts:
         for judge in attempt.judges:

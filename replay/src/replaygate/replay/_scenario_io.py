@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -213,18 +213,24 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The scenario files of a golden set: ``*.yaml``/``*.yml`` below it, hidden files excluded."""
     root = Path(directory)
-    files = [
-        f
-        for f in root.rglob("*")
-        if f.suffix in SCENARIO_SUFFIXES
-        and f.is_file()
-        and not any(part.startswith(".") for part in f.relative_to(root).parts)
-    ]
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):  # like rglob: symlinked folders are not entered
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        base = Path(folder)
+        for name in names:
+            if name.startswith(".") or os.path.splitext(name)[1] not in SCENARIO_SUFFIXES:
+                continue
+            path = base / name
+            if path.is_file():
+                files.append(path)
     return sorted(files)
 
 
-def load_scenarios(directory: str | os.PathLike[str]) -> list[Scenario]:
-    """Load every scenario of a golden set, sorted by id; all problems are reported in one error."""
+def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = ()) -> list[Scenario]:
+    """Load every scenario of a golden set, sorted by id; all problems are reported in one error.
+
+    ``skip``: files not to read (a caller that knows from an index they are not wanted).
+    """
     root = Path(directory)
     if not root.is_dir():
         raise ScenarioError(f"{root}: no such golden-set directory; create it or pass the right --golden")
@@ -232,6 +238,8 @@ def load_scenarios(directory: str | os.PathLike[str]) -> list[Scenario]:
     problems: list[str] = []
     where: dict[str, Path] = {}
     for f in scenario_files(root):
+        if f in skip:
+            continue
         try:
             scenario = load_scenario(f)
         except ScenarioError as exc:
