@@ -19,7 +19,7 @@ def test_golden_all_is_pinned() -> None:
             "Listing",
             "LockEntry",
             "Promotion",
-            "TraceSource",
+            "PromotionSource",
             "accept_changes",
             "draft_forbidden_pattern",
             "draft_scenario",
