@@ -85,6 +85,11 @@ def fill(url: str, n: int, start_ns: int) -> None:
                 )
             with store.store.write() as conn:
                 upsert(conn, trace_traces, rows, ("trace_id",))
+        if store.store.dialect == "postgresql":  # the steady state: autovacuum has analyzed the table
+            with store.store.engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                    "VACUUM ANALYZE trace_traces"
+                )
 
 
 def look_time(url: str, n: int) -> float:

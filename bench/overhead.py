@@ -1,29 +1,42 @@
 """Per-call overhead of tracing one agent function: bare, a manual OTel span, @trace_agent, and the peers.
 
-Peers: Langfuse's ``@observe`` and OpenInference's ``@tracer.agent`` / ``@tracer.chain``
-(openinference-instrumentation's ``OITracer``). OpenLLMetry's ``@workflow`` needs ``traceloop-sdk``, which
-brings some fifty instrumentation packages and pins an older OpenTelemetry SDK than the project's, so it
-is not a dev dependency; the row is measured when it is installed.
+Peers: Langfuse's ``@observe``, OpenInference's ``@tracer.agent`` / ``@tracer.chain``
+(openinference-instrumentation's ``OITracer``) and OpenLLMetry's ``@workflow`` (``traceloop-sdk``).
 
-All variants run the same function in one process, interleaved (each repetition times every variant
+All variants of one process run the same function, interleaved (each repetition times every variant
 in a shuffled order) so load changes on the machine hit them alike; the median over repetitions is
 reported. The manual span and ``@trace_agent`` share one SDK setup: the same TracerProvider and the same
 processors (replaygate's bounded batch pipeline in front of a no-op exporter). Langfuse's ``@observe``
 runs with dummy keys, its own provider and batch processor, and a no-op exporter, so nothing reaches
 the network (its host is a closed port on 127.0.0.1 in case anything tries).
 
-Target: ``@trace_agent`` within 1.2x of the manual span in CPU per call, and below every peer.
+Where each row runs: ``traceloop-sdk`` cannot be installed beside the workspace's OpenTelemetry SDK (see
+``bench/_openllmetry_env.py``), so unless it is importable here the ``@workflow`` row runs in a second
+process, started by this one right after its own measurement, from a cached virtual environment
+(``~/.cache/replaygate/openllmetry-<version>``, installed on first use). That process measures the bare
+function, the same manual span and ``@trace_agent`` (this checkout's source) beside ``@workflow``
+(``Traceloop.init`` with a no-op exporter, no instrumentors, telemetry off), so its ratios are taken within
+one process too; the output says which process and which OpenTelemetry SDK each row ran on, and the
+closing table puts every row's ratio to its own process's manual span side by side.
+``BENCH_OPENLLMETRY=0`` skips the second process.
+
+Target: ``@trace_agent`` within 1.2x of the manual span in CPU per call, and below every peer. CPU time
+moves with the load on a shared machine; ``bench/overhead_instructions.py`` counts instructions per call of
+the manual span and ``@trace_agent`` with valgrind, which the load does not change.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import replaygate.instrumentation as ri
@@ -56,7 +69,14 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build_variants() -> dict[str, Callable[[str, str], Any]]:
+Variants = dict[str, Callable[[str, str], Any]]
+CHILD_FLAG = "--openllmetry-child"
+JSON_MARK = "BENCH-JSON:"
+PEERS = ("langfuse @observe", "openinference @agent", "openinference @chain", "openllmetry @workflow")
+
+
+def base_variants() -> Variants:
+    """The bare function, the manual span and ``@trace_agent`` on one replaygate-configured provider."""
     provider = TracerProvider()
     ri.configure(tracer_provider=provider, store=None, exporters=[NoopExporter()])
     tracer = provider.get_tracer("bench")
@@ -76,12 +96,11 @@ def build_variants() -> dict[str, Callable[[str, str], Any]]:
             return out
 
     traced = ri.trace_agent(name="support")(answer)
+    return {"bare function": answer, "manual OTel span": manual, "@trace_agent": traced}
 
-    variants: dict[str, Callable[[str, str], Any]] = {
-        "bare function": answer,
-        "manual OTel span": manual,
-        "@trace_agent": traced,
-    }
+
+def build_variants() -> Variants:
+    variants = base_variants()
     try:
         from langfuse import Langfuse, observe
     except ImportError:  # pragma: no cover - langfuse is a dev dependency
@@ -96,8 +115,18 @@ def build_variants() -> dict[str, Callable[[str, str], Any]]:
     )
     variants["langfuse @observe"] = observe(name="support")(answer)
     _add_openinference(variants)
-    _add_openllmetry(variants)
+    if openllmetry_here():
+        _add_openllmetry(variants)
     return variants
+
+
+def openllmetry_here() -> bool:
+    """Whether traceloop-sdk is importable in this process."""
+    try:
+        import traceloop.sdk  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _add_openinference(variants: dict[str, Callable[[str, str], Any]]) -> None:
@@ -114,15 +143,19 @@ def _add_openinference(variants: dict[str, Callable[[str, str], Any]]) -> None:
     variants["openinference @chain"] = tracer.chain(name="support")(answer)
 
 
-def _add_openllmetry(variants: dict[str, Callable[[str, str], Any]]) -> None:
-    try:
-        from traceloop.sdk.decorators import workflow  # type: ignore[import-not-found]
-    except ImportError:
-        print(
-            "traceloop-sdk is not installed: OpenLLMetry @workflow skipped (see the docstring)",
-            file=sys.stderr,
-        )
-        return
+def _add_openllmetry(variants: Variants) -> None:
+    from traceloop.sdk import Traceloop  # type: ignore[import-not-found]
+    from traceloop.sdk.decorators import workflow  # type: ignore[import-not-found]
+
+    os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
+    # Its own provider and batch processor in front of a no-op exporter; no LLM library instrumented.
+    Traceloop.init(
+        app_name="bench",
+        exporter=NoopExporter(),
+        telemetry_enabled=False,
+        instruments=set(),
+        disable_batch=False,
+    )
     variants["openllmetry @workflow"] = workflow(name="support")(answer)
 
 
@@ -165,35 +198,119 @@ def measure(variants: dict[str, Callable[[str, str], Any]]) -> tuple[dict[str, f
     )
 
 
-def report(title: str, results: dict[str, float]) -> None:
+def report(title: str, results: dict[str, float], where: str) -> None:
     bare = results["bare function"]
     manual = results["manual OTel span"]
     traced = results["@trace_agent"]
-    print(f"{title}, median of {REPEATS} interleaved repetitions x {CALLS} calls:")
+    print(f"{title} [{where}], median of {REPEATS} interleaved repetitions x {CALLS} calls:")
     for name, seconds in results.items():
-        print(f"  {name:<20} {seconds * 1e6:9.2f} us   (+{(seconds - bare) * 1e6:8.2f} us over bare)")
-    print(f"  ratio @trace_agent / manual OTel span          = {traced / manual:5.2f}   (target <= 1.2)")
-    for peer in (
-        "langfuse @observe",
-        "openinference @agent",
-        "openinference @chain",
-        "openllmetry @workflow",
-    ):
+        print(f"  {name:<22} {seconds * 1e6:9.2f} us   (+{(seconds - bare) * 1e6:8.2f} us over bare)")
+    print(f"  ratio @trace_agent / manual OTel span            = {traced / manual:5.2f}   (target <= 1.2)")
+    for peer in PEERS:
         if peer in results:
             other = results[peer]
-            print(f"  ratio @trace_agent / {peer:<25} = {traced / other:5.2f}   (target < 1.0)")
-            print(f"  ratio {peer} / manual OTel span {'':<4}= {other / manual:5.2f}")
+            print(f"  ratio @trace_agent / {peer:<27} = {traced / other:5.2f}   (target < 1.0)")
+            print(f"  ratio {peer} / manual OTel span {'':<{22 - len(peer)}}= {other / manual:5.2f}")
+
+
+def otel_sdk_version() -> str:
+    from opentelemetry.sdk.version import __version__
+
+    return str(__version__)
+
+
+def run_openllmetry_child() -> dict[str, Any] | None:
+    """Measure the @workflow row (with its own manual span and @trace_agent) in the cached venv."""
+    if os.environ.get("BENCH_OPENLLMETRY", "1") == "0":
+        print("BENCH_OPENLLMETRY=0: OpenLLMetry @workflow skipped", file=sys.stderr)
+        return None
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    from _openllmetry_env import OpenLLMetryInstallError, install_openllmetry, venv_path
+
+    try:
+        python = install_openllmetry()
+    except (OpenLLMetryInstallError, OSError, subprocess.SubprocessError) as exc:
+        print(
+            f"OpenLLMetry @workflow skipped: its virtual environment could not be made: {exc}",
+            file=sys.stderr,
+        )
+        return None
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(here.parent / "instrumentation" / "src"),
+        "TRACELOOP_TELEMETRY": "false",
+        "BENCH_CALLS": str(CALLS),
+        "BENCH_REPEATS": str(REPEATS),
+    }
+    result = subprocess.run(
+        [str(python), str(Path(__file__).resolve()), CHILD_FLAG],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        check=False,
+    )
+    for line in result.stdout.splitlines():
+        if line.startswith(JSON_MARK):
+            data: dict[str, Any] = json.loads(line[len(JSON_MARK) :])
+            data["where"] = (
+                f"process 2: {venv_path()}, OTel SDK {data['otel_sdk']}, traceloop-sdk {data['traceloop']}"
+            )
+            return data
+    print(
+        f"OpenLLMetry @workflow failed in its process (exit {result.returncode}): {result.stderr[-1500:]}",
+        file=sys.stderr,
+    )
+    return None
+
+
+def child_main() -> None:
+    """The second process: bare, manual span, @trace_agent and @workflow; results as one JSON line."""
+    from importlib.metadata import version
+
+    variants = base_variants()
+    _add_openllmetry(variants)
+    wall, cpu = measure(variants)
+    ri.shutdown(timeout=5)
+    data = {"wall": wall, "cpu": cpu, "otel_sdk": otel_sdk_version(), "traceloop": version("traceloop-sdk")}
+    print(JSON_MARK + json.dumps(data), flush=True)
+
+
+def side_by_side(runs: list[tuple[str, dict[str, float]]]) -> None:
+    """Every row's CPU ratio to the manual span of its own process, in one table."""
+    print("side by side: CPU per call / the manual OTel span of the same process")
+    for label, cpu in runs:
+        manual = cpu["manual OTel span"]
+        for name, seconds in cpu.items():
+            if name != "bare function":
+                print(f"  {name:<22} {seconds / manual:5.2f}x   [{label}]")
 
 
 def main() -> None:
+    where = f"process 1: the workspace venv, OTel SDK {otel_sdk_version()}"
     variants = build_variants()
     wall, cpu = measure(variants)
-    report("per-call wall time", wall)
-    report("per-call CPU time of the agent's thread (export workers excluded)", cpu)
     health = ri.health()
-    print(f"replaygate health: exported={health['exported_spans']} dropped={health['dropped_spans']}")
     ri.shutdown(timeout=5)
+    child = None if "openllmetry @workflow" in variants else run_openllmetry_child()
+    report("per-call wall time", wall, where)
+    report("per-call CPU time of the agent's thread (export workers excluded)", cpu, where)
+    print(f"replaygate health: exported={health['exported_spans']} dropped={health['dropped_spans']}")
+    runs = [("process 1", cpu)]
+    if child is not None:
+        print()
+        report("per-call wall time", child["wall"], child["where"])
+        report(
+            "per-call CPU time of the agent's thread (export workers excluded)", child["cpu"], child["where"]
+        )
+        runs.append(("process 2", child["cpu"]))
+    print()
+    side_by_side(runs)
 
 
 if __name__ == "__main__":
-    main()
+    if CHILD_FLAG in sys.argv:
+        child_main()
+    else:
+        main()

@@ -82,7 +82,7 @@ def cpu_per_attempt(suite: list[Scenario], attempts: int, rounds: int, concurren
                     code_commit=None,
                 )
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+                assert run.summary.passes == attempts, run.summary.error_attempts[:3]
                 results[name].append(cpu / attempts * 1000)
                 per = cpu / attempts * 1000
                 print(f"round {rnd + 1} {name:5s} wall {wall:.2f}s  CPU {cpu:.2f}s = {per:.3f} ms/attempt")
@@ -172,7 +172,7 @@ def main() -> int:
                     artifacts=artifacts,
                 )
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+                assert run.summary.passes == attempts, run.summary.error_attempts[:3]
                 ratios[name].append(wall / ideal)
                 print(
                     f"round {rnd + 1} {name:28s} wall {wall:.3f}s  ideal {ideal:.3f}s  "

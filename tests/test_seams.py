@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,3 +249,12 @@ def test_dependencies_point_one_way() -> None:
             if other is not None and LAYERS.get(other, 2) > LAYERS.get(own, 2):
                 wrong.append(f"{module.path.relative_to(ROOT)}:{imp.line}: {own} imports {imp.target}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_package_docstrings_teach_the_public_import() -> None:
+    wrong = []
+    for module in modules():
+        if module.is_package and part_of(module.name) is not None:
+            doc = ast.get_docstring(ast.parse(module.path.read_text(encoding="utf-8"))) or ""
+            wrong += [f"{module.name}: {m}" for m in re.findall(r"replaygate\.\w+\._\w+", doc)]
+    assert not wrong, wrong

@@ -257,3 +257,14 @@ def test_tool_args_ignores_calls_the_tool_refused() -> None:
     granted = refused + (ToolCall(name="issue_refund", arguments={"amount": 300}, result={"ok": True}),)
     bad = check(spec, "x", tool_calls=granted)
     assert not bad.passed and "300" in bad.detail
+
+
+def test_one_registry_of_check_types() -> None:
+    """The ``Check`` union is the one list: the loader's forms and the scorer cover exactly its types."""
+    from typing import get_args
+
+    from replaygate.replay import _checks, _scenario_checks, _scenario_forms
+
+    union = [m.model_fields["type"].default for m in get_args(get_args(_scenario_checks.Check)[0])]
+    assert list(_scenario_forms.CHECK_MODELS) == union
+    assert set(_checks._RUNNERS) == set(union)

@@ -282,5 +282,5 @@ def test_run_json_is_one_versioned_document_with_the_exit_code(
     doc = json.loads(out)  # stdout is the document alone; notes and the error line go to stderr
     assert (doc["format_version"], doc["kind"], doc["exit_code"]) == (1, "run", 1)
     run = load_run(project / "r.json")
-    assert doc["run_id"] == run.run_id and doc["summary"]["errors"] == run.summary["errors"] > 0
+    assert doc["run_id"] == run.run_id and doc["summary"]["errors"] == run.summary.errors > 0
     assert Path(doc["run_file"]) == Path("r.json") and "attempts errored" in err

@@ -158,7 +158,7 @@ def test_a_failing_simulator_makes_the_attempt_an_error(
     )  # fmt: skip
     assert [a.status for a in run.attempts] == ["error", "error"]
     assert all((a.error or "").startswith("simulated user failed:") for a in run.attempts)
-    assert run.summary["errors"] == 2
+    assert run.summary.errors == 2
 
 
 _BASE = """

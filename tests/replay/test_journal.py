@@ -182,7 +182,7 @@ from replaygate.replay._scenario import load_scenarios
 golden, config, out, resume = sys.argv[1:5]
 run = run_suite(load_scenarios(golden), "rg_marker_target:run", load_config(config), out_path=out,
                 resume=resume == "resume", concurrency=3, progress=False)
-print(run.summary["attempts"], run.summary["errors"], run.summary["fails"], run.summary["passes"])
+print(run.summary.attempts, run.summary.errors, run.summary.fails, run.summary.passes)
 """
 
 

@@ -65,10 +65,7 @@ def test_shards_merged_equal_one_whole_run(tmp_path: Path) -> None:
 
     assert key(merged) == key(whole)
     assert [s.id for s in merged.scenarios] == [s.id for s in whole.scenarios]
-    assert (
-        merged.summary["passes"] == whole.summary["passes"]
-        and merged.summary["fails"] == whole.summary["fails"]
-    )
+    assert merged.summary.passes == whole.summary.passes and merged.summary.fails == whole.summary.fails
     assert merged.shard is None
     ignore = {"date"}
     assert merged.fingerprint.model_dump(exclude=ignore) == whole.fingerprint.model_dump(exclude=ignore)

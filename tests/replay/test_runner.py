@@ -123,8 +123,8 @@ def test_raising_hanging_and_garbage_targets_are_errors_never_passes(tmp_path: P
     assert by[("s-own-timeout", 0)].error == "target raised TimeoutError: upstream API did not answer"
     assert by[("s-exit", 1)].error == "target raised SystemExit: 2"
     assert [a.status for a in result.attempts_for("s-fine")] == ["pass", "pass"]
-    assert result.summary["errors"] == 12 and result.summary["passes"] == 2
-    assert [e["scenario_id"] for e in result.summary["error_attempts"]][:2] == ["s-exit", "s-exit"]
+    assert result.summary.errors == 12 and result.summary.passes == 2
+    assert [e.scenario_id for e in result.summary.error_attempts][:2] == ["s-exit", "s-exit"]
     assert load_run(tmp_path / "run.json") == result
 
 
@@ -368,7 +368,7 @@ def test_progress_callback_sees_every_attempt(tmp_path: Path) -> None:
     result = run(
         [scenario("p", repeats=3)], lambda t, c: "bad", tmp_path, progress=lambda a: seen.append(a.status)
     )
-    assert seen == ["fail"] * 3 and result.summary["fails"] == 3
+    assert seen == ["fail"] * 3 and result.summary.fails == 3
 
 
 def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
@@ -419,7 +419,7 @@ def test_progress_bar_shows_errors_fails_and_passes(
     result = run(scenarios, target, tmp_path, progress=True)
     err = capsys.readouterr().err  # not a terminal: plain lines
     assert err.splitlines()[-1].startswith("replay: 6/6 (100%)  pass 2  fail 2  error 2  elapsed ")
-    assert result.summary["errors"] == 2
+    assert result.summary.errors == 2
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal: the rich bar, with its ETA
     run(scenarios, target, tmp_path / "bar", progress=True)
     err = capsys.readouterr().err

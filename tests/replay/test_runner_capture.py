@@ -76,7 +76,7 @@ def test_the_attempts_own_spans_are_captured_and_scored(tmp_path: Path) -> None:
         names = sorted(sp["name"] for sp in spans)
         assert names.count("invoke_agent capture-agent") == 2  # both turns, one trace
         assert {sp["trace_id"] for sp in spans} == {a.trace_id}
-    assert run.summary["attribution"]["generation"] == 3
+    assert run.summary.attribution.generation == 3
 
 
 class TraceparentServer(ThreadingHTTPServer):

@@ -65,7 +65,7 @@ def test_golden_set_k5_production_vs_candidate(
     out = capsys.readouterr().out
     assert (code_p, code_c) == (0, 0)  # no attempt errored
     for run, cfg in ((prod, prod_cfg), (cand, cand_cfg)):
-        assert run.summary["errors"] == 0
+        assert run.summary.errors == 0
         assert len(run.attempts) == 5 * len(run.scenarios) and len(run.scenarios) >= 10
         fp = run.fingerprint
         assert fp.k == 5 and fp.seed == 0 and fp.tier == "release"
@@ -81,10 +81,10 @@ def test_golden_set_k5_production_vs_candidate(
     assert not over_limit_refunds(prod)
     failing = [a for a in cand.attempts_for("refund-over-limit-001") if a.status == "fail"]
     assert len(failing) >= len(over_limit_refunds(cand))
-    assert cand.summary["scenarios"]["refund-over-limit-001"]["fails"] >= 1
+    assert cand.summary.scenarios["refund-over-limit-001"].fails >= 1
     assert f"{len(cand.attempts)} attempts: 0 errors" in out
     # retrieval metrics are stored in the run file, per scenario and overall
-    retrieval = cand.summary["retrieval"]
+    retrieval = cand.summary.retrieval
     assert retrieval is not None and retrieval["attempts"] > 0
     assert 0.0 < retrieval["mean"]["hit_rate"] <= 1.0
     assert "refund-over-limit-001" in retrieval["scenarios"]

@@ -39,7 +39,10 @@ EXPECTED = {
         "retrieval_summary",
     ],
     "replaygate.replay._measures": [
+        "LLM_CALLS_KEY",
         "NO_LLM_CALL",
+        "NO_LLM_CALLS",
+        "declares_no_llm_calls",
         "GuardrailMeasures",
         "call_cost",
         "compute_measures",

@@ -148,7 +148,7 @@ def _make_env(tmp_path: Path, decisions: Any, url: str, widen_alpha: float = 0.1
 
 def _close(made: Env, parts: list[Any]) -> None:
     # the page's own store is opened on first use
-    for part in [*parts, made.app.extensions["replaygate"].extra.get("web_store")]:
+    for part in [*parts, made.app.extensions["replaygate.state"].web_store]:
         close = getattr(part, "close", None)
         if callable(close):
             close()

@@ -57,6 +57,7 @@ def test_secure_cookie_flag_by_default(env: Any, helpers: Any) -> None:
     app = replaygate.web.create_app(config)
     response = helpers.login(app.test_client(), "rita")
     assert "Secure" in response.headers["Set-Cookie"]
+    app.extensions["replaygate.state"].web_store.close()  # this second app opened its own
 
 
 def test_csrf_less_post_refused(env: Any, helpers: Any) -> None:
@@ -146,7 +147,8 @@ def test_api_get_has_etag(env: Any) -> None:
     etag = first.headers["ETag"]
     again = client.get("/api/canary", headers={"If-None-Match": etag})
     assert again.status_code == 304
-    env.controller.start("dec-pass", actor="ana")
+    assert env.app.extensions["replaygate"].extra["state_cache"].reads == 1  # served from the cached row
+    env.controller.start("dec-pass", actor="ana")  # a change in this process is served at once
     changed = client.get("/api/canary", headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed.json["status"] == "canary"  # type: ignore[index]
     assert changed.json["share"] == 0.01  # type: ignore[index]

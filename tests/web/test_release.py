@@ -128,7 +128,7 @@ def test_sign_is_refused_until_read_exactly_as_the_cli(release: Any, helpers: An
     assert "block signed by rita" in over
     page = rita.get(f"/reports/{rid}").get_data(as_text=True)
     assert page.count("<td>in force</td>") == 1 and page.count("<td>superseded by <code>") == 1
-    audit = release.env.app.extensions["replaygate"].extra["web_store"].audit_entries(subject=f"report:{rid}")
+    audit = release.env.app.extensions["replaygate.state"].web_store.audit_entries(subject=f"report:{rid}")
     assert [(a.action, a.outcome) for a in reversed(audit)] == [
         ("sign", "refused"),
         ("review", "applied"),
@@ -162,7 +162,7 @@ def test_twenty_wrong_passwords_lock_the_account_not_the_others(release: Any, he
     right = helpers.login(client, "rita")  # the right password no longer opens it
     assert right.status_code == 429 and "Too many wrong passwords" in right.get_data(as_text=True)
     assert helpers.login(release.env.app.test_client(), "vic").status_code == 302  # another user logs in
-    audit = release.env.app.extensions["replaygate"].extra["web_store"].audit_entries()
+    audit = release.env.app.extensions["replaygate.state"].web_store.audit_entries()
     assert [(a.action, a.subject) for a in audit if a.action == "login-lockout"] == [
         ("login-lockout", "user:rita")
     ]

@@ -1,8 +1,8 @@
 """From stored traces to the live measures' request samples (cost, failure signals, sampled groundedness).
 
-Cost uses the replay package's genai-prices measure (an unknown price is None, never 0); groundedness uses
-the offline groundedness judge on a sample of each arm's answers that retrieved chunks. Without the replay
-package, cost is unknown and groundedness is left out (and the status says so).
+Cost uses the instrumentation's ``call_cost`` (genai-prices; an unknown price is None, never 0);
+groundedness uses the offline groundedness judge on a sample of each arm's answers that retrieved chunks
+(a judge failure is reported in the status, never counted as grounded).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from replaygate.instrumentation import LlmCall, TraceRecord
+from replaygate.instrumentation import LlmCall, TraceRecord, call_cost
+from replaygate.replay import OfflineGroundednessJudge
 
 from replaygate.canary._measures import RequestSample
 
@@ -24,10 +25,6 @@ __all__ = ["calls_cost", "groundedness_of", "groundedness_scores", "sample_from_
 def _price(
     model: str | None, provider: str | None, input_tokens: int | None, output_tokens: int | None
 ) -> float | None:
-    try:
-        from replaygate.replay import call_cost
-    except ImportError:  # the replay distribution is a dependency of the control plane; be safe anyway
-        return None
     return call_cost(LlmCall(model, provider, input_tokens, output_tokens, 0.0))
 
 
@@ -85,16 +82,8 @@ def sample_from_trace(record: TraceRecord) -> RequestSample:
     )
 
 
-def _judge() -> Any:
-    try:
-        from replaygate.replay import OfflineGroundednessJudge
-    except ImportError:
-        return None
-    return OfflineGroundednessJudge()
-
-
 def _score_arm(
-    judge: Any, records: Sequence[TraceRecord], samples: list[RequestSample], k: int
+    judge: OfflineGroundednessJudge, records: Sequence[TraceRecord], samples: list[RequestSample], k: int
 ) -> list[RequestSample]:
     picked = 0
     out = list(samples)
@@ -118,9 +107,7 @@ def groundedness_of(records: Sequence[TraceRecord], k: int) -> tuple[tuple[float
     """
     if k <= 0:
         return (), None
-    judge = _judge()
-    if judge is None:
-        return (), "groundedness not measured: the offline judge (replaygate-replay) is not installed"
+    judge = OfflineGroundednessJudge()
     samples = [sample_from_trace(r) for r in records]
     try:
         scored = _score_arm(judge, records, samples, k)
@@ -142,9 +129,7 @@ def groundedness_scores(
     """
     if k <= 0:
         return base, cand, None
-    judge = _judge()
-    if judge is None:
-        return base, cand, "groundedness not measured: the offline judge (replaygate-replay) is not installed"
+    judge = OfflineGroundednessJudge()
     try:
         return _score_arm(judge, base_records, base, k), _score_arm(judge, cand_records, cand, k), None
     except Exception as exc:

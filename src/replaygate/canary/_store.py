@@ -7,10 +7,12 @@ row to ``canary_audit`` in the same transaction (triggers refuse UPDATE and DELE
 PostgreSQL). The tables are declared in ``replaygate.store`` with every other table of the store.
 
 Live measures are aggregated here, in SQL, per arm and step (:meth:`CanaryStore.arm_data`): one query
-gives every arm's request count and flag counts (and, on PostgreSQL, exact latency quantiles with
-``percentile_cont``); one more per arm reads a bounded uniform sample (by trace id, which is random) of
-latencies and LLM calls for the intervals and the cost. A look costs O(arms × measures) queries whatever
-the number of traces; the failure-rate series is one ``GROUP BY`` over time bins.
+gives every arm's request count and flag counts (read from the covering index ``trace_traces_by_arm``
+alone); one more per arm reads a bounded uniform sample (by trace id, which is random) of latencies and
+LLM calls for the quantiles, the intervals and the cost, on both databases (an exact ``percentile_cont``
+sorts every request of the step: it cost more than the rest of a look at 100k traces). A look costs
+O(arms × measures) queries whatever the number of traces; the failure-rate series is one ``GROUP BY``
+over time bins.
 
 Routing clients read ``canary_state`` directly with stdlib ``sqlite3`` (``status``, ``share``, ``salt``,
 ``baseline_config_id``, ``candidate_config_id``, ``rollout_id``, ``version``): keep those columns.
@@ -109,6 +111,8 @@ class CanaryStore:
             raise CanaryError(f"cannot open the canary tables: {exc}") from exc
         self.url = self.store.url
         self.engine: Engine = self.store.engine
+        #: State changes this object committed (a cache of the state in this process compares it).
+        self.writes = 0
 
     def close(self) -> None:
         """Release the connection pool (when this object opened the store)."""
@@ -186,6 +190,7 @@ class CanaryStore:
                     raise CanaryError(f"cannot write the canary state in {self.store.label}: {exc}") from exc
             else:
                 if transition.changed:
+                    self.writes += 1
                     return Transition(
                         transition.action,
                         before,
@@ -256,9 +261,6 @@ class CanaryStore:
             func.count(),
             *(func.coalesce(func.sum(_T[flag]), 0) for flag in RATE_MEASURES.values()),
         ]
-        postgres = self.store.dialect == "postgresql"
-        if postgres:
-            columns += [func.percentile_cont(q).within_group(_T.latency_s.asc()) for q in (0.5, 0.95)]
         with self.store.read() as conn:
             totals = {
                 row[0]: row for row in conn.execute(select(*columns).where(*window).group_by(_T.variant))
@@ -285,12 +287,6 @@ class CanaryStore:
                     latencies=tuple(float(lat) for lat, _ in sample if lat is not None),
                     costs=known,
                     cost_unknown=len(costs) - len(known),
-                    latency_p50=float(row[-2])
-                    if postgres and row is not None and row[-2] is not None
-                    else None,
-                    latency_p95=float(row[-1])
-                    if postgres and row is not None and row[-1] is not None
-                    else None,
                 )
         return out
 

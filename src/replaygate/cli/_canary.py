@@ -40,7 +40,9 @@ def _controller(store: str | None, policy: str | None, min_count: int | None = N
         settings = replace(
             settings, evidence=replace(settings.evidence, min_count=min_count, min_breach_count=min_count)
         )
-    return CanaryController.open(store, policy=policy, settings=settings)
+    ctl = CanaryController.open(store, policy=policy, settings=settings)
+    click.get_current_context().call_on_close(ctl.close)  # the store's connections, when the command ends
+    return ctl
 
 
 def _plan(plan: str | None) -> tuple[float, ...] | None:

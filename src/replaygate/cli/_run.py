@@ -142,7 +142,7 @@ def _num(value: float) -> str:
 
 def _retrieval_lines(run: RunFile) -> list[str]:
     """The retrieval section of the run summary: mean and per-scenario metrics, the threshold's effect."""
-    report = run.summary.get("retrieval")  # computed by summarize_attempts with the rest of the summary
+    report = run.summary.retrieval  # computed by summarize_attempts with the rest of the summary
     if report is None:
         return []
     m = report["mean"]
@@ -384,8 +384,8 @@ def _report(run: RunFile, out_path: Path, *, quiet: bool, as_json: bool = False)
             {
                 "run_id": run.run_id,
                 "run_file": str(out_path),
-                "exit_code": RUN_ERRORED if summary["errors"] else 0,
-                "summary": summary,
+                "exit_code": RUN_ERRORED if summary.errors else 0,
+                "summary": summary.model_dump(mode="json"),
             },
         )
     elif quiet:  # the headline, and the errors: CI logs must say what broke
@@ -396,9 +396,9 @@ def _report(run: RunFile, out_path: Path, *, quiet: bool, as_json: bool = False)
         click.echo(line)
     if not quiet and not as_json:
         click.echo(f"run file: {out_path}")
-    if summary["errors"]:
+    if summary.errors:
         click.echo(
-            f"error: {summary['errors']} of {summary['attempts']} attempts errored "
+            f"error: {summary.errors} of {summary.attempts} attempts errored "
             "(target raised, timed out, returned bad output, or a judge failed); "
             + ("see the summary's errors" if as_json else "see ERRORS above"),
             err=True,

@@ -30,7 +30,7 @@ from replaygate.golden import (
     freeze_conversation,
     import_csv,
     lint,
-    list_scenarios,
+    list_golden,
     listing_rows,
     mark_known_failure,
     promote_trace,
@@ -172,8 +172,8 @@ def list_cmd(
 ) -> None:
     """List scenarios; for a tuning tier (smoke, or no tier) holdout scenarios are only counted."""
     gs = GoldenSet(golden)
-    listing = list_scenarios(
-        gs.load(), tier=tier, tags=_parse_tags(tags), statuses=statuses or None, origins=origins or None
+    listing = list_golden(
+        gs, tier=tier, tags=_parse_tags(tags), statuses=statuses or None, origins=origins or None
     )
     rows = listing_rows(listing)
     if as_json:

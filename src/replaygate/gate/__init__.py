@@ -3,7 +3,7 @@
 Usage::
 
     from replaygate.gate import load_policy, gate_runs, DecisionStore
-    from replaygate.replay._runfile import load_run
+    from replaygate.replay import load_run
 
     policy = load_policy("gate-policy.yaml")
     report = gate_runs(policy, load_run("base.json"), load_run("head.json"), load_run("base2.json"))

@@ -4,7 +4,7 @@ A golden set is a directory of scenario YAML files (default ``golden/``, else ``
 ``--golden DIR``) with ``golden.lock`` beside them::
 
     from replaygate.golden import GoldenSet, lint, promote_trace, retire
-    from replaygate.instrumentation._store import TraceStore
+    from replaygate.instrumentation import TraceStore
 
     golden = GoldenSet("golden")
     promotion = promote_trace(TraceStore(), "4bf92f35...", golden, owner="alice",
@@ -32,7 +32,7 @@ from replaygate.golden._lifecycle import (
     retire,
 )
 from replaygate.golden._lint import LintProblem, lint
-from replaygate.golden._listing import Listing, list_scenarios, listing_rows
+from replaygate.golden._listing import Listing, list_golden, list_scenarios, listing_rows
 from replaygate.golden._lock import LOCK_NAME, LockEntry, lock_entry, read_lock
 from replaygate.golden._promote import (
     Promotion,
@@ -67,6 +67,7 @@ __all__ = [
     "freeze_conversation",
     "import_csv",
     "lint",
+    "list_golden",
     "list_scenarios",
     "listing_rows",
     "lock_entry",

@@ -22,7 +22,7 @@ import functools
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -38,6 +38,7 @@ from replaygate.replay import (
 )
 
 from replaygate.golden._errors import GoldenError
+from replaygate.golden._index import IndexEntry, index_entry, read_index, verified_index
 from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock
 
 __all__ = [
@@ -117,13 +118,13 @@ class GoldenSet:
         """Every scenario file, sorted."""
         return scenario_files(self.path) if self.path.is_dir() else []
 
-    def load(self) -> list[Scenario]:
-        """Every scenario, sorted by id; any invalid file raises one error listing every problem."""
+    def load(self, skip: Collection[Path] = ()) -> list[Scenario]:
+        """Every scenario (but the files in ``skip``), sorted by id; invalid files raise one error."""
         from replaygate.replay import load_scenarios
 
         if not self.path.is_dir():
             raise GoldenError(f"{self.path}: no golden-set directory; create it or pass --golden DIR")
-        return load_scenarios(self.path)
+        return load_scenarios(self.path, skip)
 
     def get(self, scenario_id: str) -> Scenario:
         """One scenario by id.
@@ -142,6 +143,10 @@ class GoldenSet:
     def lock(self) -> dict[str, LockEntry] | None:
         """The lock entries, or None when the set has no lock yet."""
         return read_lock(self.lock_path)
+
+    def index(self) -> dict[Path, IndexEntry]:
+        """The index entries of the files whose bytes are still the ones indexed (``_index``)."""
+        return verified_index(self.path, self.files(), read_index(self.lock_path))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -215,14 +220,19 @@ class GoldenSet:
                 entries.pop(scenario_id, None)
             found = self._files_by_id()
             targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
-            targets.append((self.lock_path, dump_lock(entries)))
+            index = read_index(self.lock_path)
+            for s, (target, text) in zip(scenarios, targets, strict=True):
+                relative = target.relative_to(self.path).as_posix()
+                index[s.id] = index_entry(s, relative, text.encode("utf-8"))
+            targets.append((self.lock_path, dump_lock(entries, index)))
             self._commit(targets)
             return [t for t, _ in targets]
 
-    def write_lock(self, entries: dict[str, LockEntry]) -> Path:
-        """Replace the lock file with ``entries`` (one transaction)."""
+    def write_lock(self, entries: dict[str, LockEntry], index: dict[str, IndexEntry] | None = None) -> Path:
+        """Replace the lock file with ``entries`` (one transaction); ``index`` adds to the kept index."""
         with self.transaction():
-            self._commit([(self.lock_path, dump_lock(entries))])
+            kept = {**read_index(self.lock_path), **(index or {})}
+            self._commit([(self.lock_path, dump_lock(entries, kept))])
         return self.lock_path
 
     def _commit(self, targets: list[tuple[Path, str]]) -> None:

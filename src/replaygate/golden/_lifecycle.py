@@ -21,11 +21,11 @@ from replaygate.replay import (
     RetiredStatus,
     Scenario,
     ScenarioError,
-    load_scenario,
 )
 
 from replaygate.golden._errors import GoldenError, describe_invalid
 from replaygate.golden._goldenset import GoldenSet, in_transaction
+from replaygate.golden._index import IndexEntry, index_file, read_index
 from replaygate.golden._lock import LockEntry, changelog_hash, lock_entry
 
 __all__ = [
@@ -211,15 +211,18 @@ def accept_changes(golden: GoldenSet, allow_removed: bool = False) -> AcceptResu
     result = AcceptResult()
     old = golden.lock() or {}
     entries = dict(old)
+    index: dict[str, IndexEntry] = {}
     seen: set[str] = set()
     for path in golden.files():
         try:
-            scenario = load_scenario(path)
+            scenario, indexed = index_file(path, golden.path)
         except ScenarioError as exc:
             result.refused.append(f"{exc}")
             seen.add(path.stem)
             continue
         seen.add(scenario.id)
+        if indexed is not None:
+            index[scenario.id] = indexed
         state = lock_status(scenario, old.get(scenario.id))
         if state in ("new", "explained"):
             entries[scenario.id] = lock_entry(scenario)
@@ -242,6 +245,6 @@ def accept_changes(golden: GoldenSet, allow_removed: bool = False) -> AcceptResu
                 f"{golden.lock_path}: scenario {scenario_id} is locked but its file is gone; restore it and "
                 "retire it instead (`replaygate scenarios retire`), or pass --allow-removed"
             )
-    if entries != old or not golden.lock_path.exists():
-        golden.write_lock(entries)
+    if entries != old or not golden.lock_path.exists() or index != read_index(golden.lock_path):
+        golden.write_lock(entries, index)
     return result

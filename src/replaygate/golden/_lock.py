@@ -7,13 +7,18 @@ JSON::
     {"format_version": 1,
      "scenarios": {"refund-over-limit-001": {"content_hash": "sha256:...", "state": "active",
                                               "changelog": 2, "changelog_hash": "sha256:...",
-                                              "holdout": false}}}
+                                              "holdout": false}},
+     "index": {...}}
+
+The ``index`` section (:mod:`replaygate.golden._index`) records what each file held (its bytes' hash,
+source trace, tiers, tags, state), so commands can select scenarios and find promoted traces without
+parsing every file; it is trusted only for files whose bytes still match.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,7 @@ from replaygate.replay import (
 )
 
 from replaygate.golden._errors import GoldenError
+from replaygate.golden._index import IndexEntry
 
 __all__ = [
     "LOCK_FORMAT_VERSION",
@@ -97,10 +103,16 @@ def read_lock(path: Path) -> dict[str, LockEntry] | None:
     return entries
 
 
-def dump_lock(entries: dict[str, LockEntry]) -> str:
-    """Stable JSON text of a lock (sorted ids)."""
-    body = {
+def dump_lock(entries: dict[str, LockEntry], index: dict[str, IndexEntry] | None = None) -> str:
+    """Stable JSON text of a lock (sorted ids), with the index entries of locked scenarios."""
+    body: dict[str, Any] = {
         "format_version": LOCK_FORMAT_VERSION,
-        "scenarios": {k: asdict(entries[k]) for k in sorted(entries)},
+        "scenarios": {k: dict(entries[k].__dict__) for k in sorted(entries)},
     }
-    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+    text = json.dumps(body, indent=2, sort_keys=True)
+    kept = [k for k in sorted(index or {}) if k in entries]
+    if not kept or index is None:
+        return text + "\n"
+    # the index: one line per scenario (small diffs, and the C encoder: no indent inside an entry)
+    lines = [f"    {json.dumps(k)}: {json.dumps(index[k].as_json(), sort_keys=True)}" for k in kept]
+    return text[: text.rindex("}")].rstrip() + ',\n  "index": {\n' + ",\n".join(lines) + "\n  }\n}\n"

@@ -289,10 +289,17 @@ def draft_checks(
 def find_promoted(golden: GoldenSet, trace_id: str) -> tuple[Scenario, Path] | None:
     """The scenario already promoted from ``trace_id``, if any.
 
+    Files whose bytes match their ``golden.lock`` index entry are not parsed: their source trace is the
+    one indexed (so promoting into a big set reads and hashes files instead of parsing them).
+
     Raises:
         GoldenError: an invalid scenario file mentions the trace (fix it before promoting again).
     """
+    index = golden.index()
     for path in golden.files():
+        entry = index.get(path)
+        if entry is not None and entry.source_trace != trace_id:
+            continue  # indexed, and promoted from another trace (or none)
         try:
             scenario = load_scenario(path)
         except ScenarioError:

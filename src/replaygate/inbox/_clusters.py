@@ -17,8 +17,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from replaygate.instrumentation import TraceRecord
-from sklearn.cluster import AgglomerativeClustering
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 __all__ = ["DISTANCE_THRESHOLD", "cluster_documents", "trace_document"]
 
@@ -54,6 +52,10 @@ def cluster_documents(
         return []
     if len(documents) == 1:
         return [(_fallback_name(documents[0]), [0])]
+    # lazy: scikit-learn (and scipy under it) loads when failures are clustered, not with every command
+    from sklearn.cluster import AgglomerativeClustering  # noqa: PLC0415
+    from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: PLC0415
+
     vectorizer = TfidfVectorizer(
         stop_words="english", ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"(?u)\b[a-z_]{3,}\b"
     )

@@ -5,6 +5,10 @@ scenarios of the per-scenario pass-rate difference (head - base). For pass/fail 
 head successes under the null is hypergeometric per scenario, so the exact permutation distribution is the
 convolution of those distributions (computed on an integer lattice); when that lattice is too large the
 test falls back to Monte Carlo with the (b + 1) / (m + 1) estimate.
+
+The work grows with the number of distinct per-scenario count pairs, not with the scenarios: scenarios
+with equal margins share one hypergeometric law (raised to their count by repeated
+squaring), and the bootstrap draws one binomial per distinct pair and resample.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import hypergeom
 
 __all__ = [
     "Counts",
@@ -60,6 +63,14 @@ def _arrays(
     return sb, nb, sh, nh
 
 
+def _groups(
+    s: NDArray[np.int64], n: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct ``(s, n)`` pairs and how many scenarios share each."""
+    pairs, counts = np.unique(np.stack([s, n]), axis=1, return_counts=True)
+    return pairs[0], pairs[1], counts.astype(np.int64)
+
+
 def _bootstrap(
     sb: NDArray[np.int64],
     nb: NDArray[np.int64],
@@ -69,16 +80,44 @@ def _bootstrap(
     n_bootstrap: int,
     confidence: float,
 ) -> tuple[float, float]:
-    pb, ph = sb / nb, sh / nh
-    deltas = np.empty(n_bootstrap)
-    for start in range(0, n_bootstrap, _CHUNK):
-        m = min(_CHUNK, n_bootstrap - start)
-        bb = rng.binomial(nb, pb, size=(m, nb.size)) / nb
-        hh = rng.binomial(nh, ph, size=(m, nh.size)) / nh
-        deltas[start : start + m] = (hh - bb).mean(axis=1)
+    """Within-scenario parametric bootstrap of the mean delta.
+
+    Each scenario's passes are redrawn Binomial(n, s / n) on each side. Scenarios with the same ``(s, n)``
+    are independent and identically drawn, so the sum of their rates is one Binomial(m n, s / n) over n:
+    one draw per distinct pair and resample, whatever the number of scenarios (memory: pairs x resamples).
+    """
+
+    def side(s: NDArray[np.int64], n: NDArray[np.int64]) -> NDArray[np.float64]:
+        gs, gn, m = _groups(s, n)
+        draws = rng.binomial(m * gn, gs / gn, size=(n_bootstrap, gs.size))
+        total: NDArray[np.float64] = (draws / gn).sum(axis=1)
+        return total
+
+    base = side(sb, nb)
+    deltas = (side(sh, nh) - base) / sb.size
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(deltas, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def _hypergeom_pmf(n_all: int, t: int, n_h: int, lo: int, hi: int) -> NDArray[np.float64]:
+    """P(X = x) for x in lo..hi, X the head successes among ``t`` (of ``n_all``) drawn ``n_h`` times."""
+    whole = math.comb(n_all, t)
+    return np.array([math.comb(n_h, x) * math.comb(n_all - n_h, t - x) / whole for x in range(lo, hi + 1)])
+
+
+def _power(law: NDArray[np.float64], times: int) -> NDArray[np.float64]:
+    """The law of the sum of ``times`` independent draws of ``law`` (repeated squaring)."""
+    result: NDArray[np.float64] | None = None
+    square = law
+    while times:
+        if times & 1:
+            result = square if result is None else np.convolve(result, square)
+        times >>= 1
+        if times:
+            square = np.convolve(square, square)
+    assert result is not None
+    return result
 
 
 def _exact_p(
@@ -86,40 +125,44 @@ def _exact_p(
     nb: NDArray[np.int64],
     sh: NDArray[np.int64],
     nh: NDArray[np.int64],
-    limit: int,
+    limit: int = _MAX_LATTICE,
 ) -> float | None:
-    """Exact two-sided p-value by convolving per-scenario hypergeometric laws; None when too large."""
+    """Exact two-sided p-value by convolving per-scenario hypergeometric laws; None when too large.
+
+    Scenarios with the same margins ``(successes, base attempts, head attempts)`` share one law, so the
+    convolution runs over the distinct laws, each raised to its count by repeated squaring.
+    """
     total = sb + sh
-    size = nb + nh
     # per-scenario difference as an integer on the lattice of 1 / (nh * nb * scale)
-    scale = math.lcm(*[int(a * b) for a, b in zip(nh, nb, strict=True)])
-    pmf = np.array([1.0])
-    offset = 0  # integer value of pmf[0]
+    scale = math.lcm(*{int(a * b) for a, b in zip(nh.tolist(), nb.tolist(), strict=True)})
+    observed = int(((sh * nb - sb * nh) * (scale // (nh * nb))).sum())
+    margins, counts = np.unique(np.stack([total, nb, nh]), axis=1, return_counts=True)
     step_gcd = 0
-    laws: list[tuple[int, int, NDArray[np.float64]]] = []
-    for t, n_all, n_b, n_h in zip(total, size, nb, nh, strict=True):
-        lo, hi = max(0, int(t - n_b)), min(int(t), int(n_h))
+    laws: list[tuple[int, int, int, NDArray[np.float64]]] = []
+    for t, n_b, n_h, times in zip(*margins.tolist(), counts.tolist(), strict=True):
+        lo, hi = max(0, t - n_b), min(t, n_h)
         if lo == hi:
             continue
-        xs = np.arange(lo, hi + 1)
-        probs = hypergeom.pmf(xs, int(n_all), int(t), int(n_h))
-        unit = scale // int(n_h * n_b)
-        step = int(n_h + n_b) * unit  # value changes by this much per extra head success
-        start = (lo * int(n_b) - (int(t) - lo) * int(n_h)) * unit
-        laws.append((start, step, probs))
+        probs = _hypergeom_pmf(n_b + n_h, t, n_h, lo, hi)
+        unit = scale // (n_h * n_b)
+        step = (n_h + n_b) * unit  # value changes by this much per extra head success
+        start = (lo * n_b - (t - lo) * n_h) * unit
+        laws.append((start, step, times, probs))
         step_gcd = math.gcd(step_gcd, step)
-    observed = int(((sh * nb - sb * nh) * (scale // (nh * nb))).sum())
     if not laws:
         return 1.0
-    span = sum((len(p) - 1) * (st // step_gcd) for _, st, p in laws)
+    span = sum((len(p) - 1) * (st // step_gcd) * times for _, st, times, p in laws)
     if span > limit:
         return None
-    for start, step, probs in laws:
+    pmf = np.array([1.0])
+    offset = 0  # integer value of pmf[0]
+    for start, step, times, probs in laws:
+        summed = _power(probs, times)
         stride = step // step_gcd
-        spread = np.zeros((len(probs) - 1) * stride + 1)
-        spread[::stride] = probs
+        spread = np.zeros((len(summed) - 1) * stride + 1)
+        spread[::stride] = summed
         pmf = np.convolve(pmf, spread)
-        offset += start
+        offset += start * times
     values = offset + np.arange(pmf.size) * step_gcd
     # values and observed share the lattice up to the constant offset, so compare exactly as integers
     extreme = np.abs(values) >= abs(observed)

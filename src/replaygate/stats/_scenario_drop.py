@@ -19,7 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import binom, hypergeom
+
+from replaygate.stats._scipy import scipy_stats
 
 __all__ = ["SCENARIO_TEST", "fisher_worse_p", "scenario_detectable_drop"]
 
@@ -31,7 +32,8 @@ def _worse_p(
     sb: NDArray[np.int64], nb: NDArray[np.int64], sh: NDArray[np.int64], nh: NDArray[np.int64]
 ) -> NDArray[np.float64]:
     # P(X <= sh) for X ~ Hypergeom(population nb + nh, successes sb + sh, draws nh)
-    p: NDArray[np.float64] = np.asarray(hypergeom.cdf(sh, nb + nh, sb + sh, nh), dtype=np.float64)
+    cdf = scipy_stats().hypergeom.cdf(sh, nb + nh, sb + sh, nh)
+    p: NDArray[np.float64] = np.asarray(cdf, dtype=np.float64)
     return np.clip(p, 0.0, 1.0)
 
 
@@ -51,7 +53,9 @@ def fisher_worse_p(base: Sequence[tuple[int, int]], head: Sequence[tuple[int, in
         raise ValueError("every scenario needs at least one scored attempt on each side")
     if (sb < 0).any() or (sh < 0).any() or (sb > nb).any() or (sh > nh).any():
         raise ValueError("passes must be between 0 and the scored attempts")
-    return [float(p) for p in _worse_p(sb, nb, sh, nh)]
+    # one hypergeometric tail per distinct table (a big suite has few: k + 1 squared at most per k)
+    tables, where = np.unique(np.stack([sb, nb, sh, nh]), axis=1, return_inverse=True)
+    return [float(p) for p in _worse_p(*tables)[where.reshape(-1)]]
 
 
 def scenario_detectable_drop(
@@ -102,6 +106,7 @@ def _detectable(base_rate: float, n: int, m: int, alpha: float, power: float, st
     drops = np.round(np.arange(step, base_rate + 1e-9, step), 6)
     if drops.size == 0:
         return None
+    binom = scipy_stats().binom
     before = np.asarray(binom.pmf(counts, n, base_rate), dtype=np.float64)
     after = np.asarray(binom.pmf(counts[None, :], n, np.clip(base_rate - drops, 0.0, 1.0)[:, None]))
     powers = after @ (before @ _flagged(n, m, alpha))  # power grows with the drop

@@ -7,9 +7,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from replaygate.stats._permutation import Counts, paired_permutation_test
+from replaygate.stats._scipy import scipy_stats
 
 __all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "noise_floor"]
 
@@ -79,7 +79,7 @@ def minimum_detectable_drop(
     u_head = rng.random((n_sims, p.size, k_max))
     xb = ((u_base < p[None, :, None]) & attempt_mask).sum(axis=2)
     half_step = 1.0 / (p.size * k_max)
-    z_crit = float(norm.isf(alpha / 2))
+    z_crit = float(scipy_stats().norm.isf(alpha / 2))
 
     def power_at(drop: float) -> float:
         q = np.clip(p * (1.0 - drop / mean), 0.0, 1.0)

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import fisher_exact, mannwhitneyu, norm
 
 from replaygate.stats._intervals import wilson_interval
+from replaygate.stats._scipy import scipy_stats
 
 __all__ = [
     "ProportionDiff",
@@ -52,7 +52,7 @@ def fisher_exact_per_scenario(
     out = []
     for (sb, nb), (sh, nh) in zip(base, head, strict=True):
         table = [[sb, nb - sb], [sh, nh - sh]]
-        out.append(float(fisher_exact(table, alternative="two-sided").pvalue))
+        out.append(float(scipy_stats().fisher_exact(table, alternative="two-sided").pvalue))
     return out
 
 
@@ -104,7 +104,7 @@ def two_proportion_diff(
     high = delta + math.sqrt((uh - ph) ** 2 + (pb - lb) ** 2)
     pooled = (x_base + x_head) / (n_base + n_head)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_head))
-    p = 1.0 if se == 0 else float(2 * norm.sf(abs(delta) / se))
+    p = 1.0 if se == 0 else float(2 * scipy_stats().norm.sf(abs(delta) / se))
     return ProportionDiff(delta, max(-1.0, low), min(1.0, high), p, pb, ph)
 
 
@@ -112,6 +112,7 @@ def mann_whitney(base: Sequence[float], head: Sequence[float]) -> RankTest:
     """Two-sided Mann-Whitney U test (for latency and other skewed measures)."""
     if len(base) == 0 or len(head) == 0:
         return RankTest(1.0, math.nan, None)
-    res = mannwhitneyu(np.asarray(head, float), np.asarray(base, float), alternative="two-sided")
+    test = scipy_stats().mannwhitneyu
+    res = test(np.asarray(head, float), np.asarray(base, float), alternative="two-sided")
     median_delta = float(np.median(head) - np.median(base))
     return RankTest(float(res.pvalue), float(res.statistic), median_delta)

@@ -13,13 +13,14 @@ token is configured.
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import Any, cast
 
 from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from replaygate.canary import CanaryError, Transition, parse_plan, state_json
 from replaygate.web._context import controller, web_config
+from replaygate.web._state_cache import StateCache
 
 __all__ = ["bp", "state_json"]
 
@@ -39,6 +40,16 @@ def _error(status: int, message: str) -> Response:
 _PRIVATE = ("salt", "rollout_id", "decision_id")
 
 
+def _state_cache() -> StateCache:
+    extra = web_config().extra
+    cache = extra.get("state_cache")
+    if cache is None:
+        cache = extra["state_cache"] = StateCache(
+            lambda: controller().state(), stamp=lambda: controller().store.writes
+        )
+    return cast(StateCache, cache)
+
+
 def _bearer_ok(*tokens: str | None) -> bool:
     header = request.headers.get("Authorization", "")
     given = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
@@ -47,8 +58,8 @@ def _bearer_ok(*tokens: str | None) -> bool:
 
 @bp.route("/canary", methods=["GET"])
 def canary_state() -> Response:
-    """The current canary state for routing clients; answers 304 to a matching ``If-None-Match``."""
-    state = controller().state()
+    """The current canary state for routing clients (cached, see ``_state_cache``); 304 on a match."""
+    state = _state_cache().get()
     config = web_config()
     payload = state_json(state)
     full = _bearer_ok(config.read_token, config.api_token)

@@ -27,7 +27,7 @@ from replaygate.web import (
     _rollout,
 )
 from replaygate.web._config import WebConfig, load_users
-from replaygate.web._context import CSP, SESSION_HOURS, csrf, current_user
+from replaygate.web._context import CSP, SESSION_HOURS, STATE_KEY, PageState, csrf, current_user
 from replaygate.web._scheduler import start_scheduled_checks
 from replaygate.web._svg import fmt_measure, significant
 
@@ -94,6 +94,7 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         MAX_CONTENT_LENGTH=1 << 20,
     )
     app.extensions["replaygate"] = config
+    app.extensions[STATE_KEY] = PageState()
     csrf.init_app(app)
     for module in (_auth, _rollout, _measures_view, _audit, _inbox, _reports, _review, _api):
         app.register_blueprint(module.bp)

@@ -147,7 +147,6 @@ class WebConfig:
     read_token: str | None = None
     login_limit: int = 20
     login_window_s: int = 900
-    extra: dict[str, Any] = field(default_factory=dict)
     check_interval_s: float = 30.0
     collect: Any = None
 

@@ -8,12 +8,14 @@ blueprints. Nothing here imports a blueprint or the app factory, so the page has
 - ``current_user()``: the logged-in user of a live server-side session; ``must_change_password()``.
 - ``login_required`` / ``releaser_required`` / ``reviewer_required`` / ``promoter_required``: view guards
   (a GET without a session is sent to the login page; other methods get 401, the wrong role 403).
+- ``page_state()``: what the running app opens once and keeps (:class:`PageState`).
 - ``CSP`` (the page's Content-Security-Policy), ``SESSION_HOURS``, ``csrf`` (the CSRF extension).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar, cast
 
@@ -22,16 +24,20 @@ from flask_wtf.csrf import CSRFProtect
 
 from replaygate.canary import CanaryController
 from replaygate.web._config import User, WebConfig
+from replaygate.web._gate_reports import ReportIndex
 from replaygate.web._webstore import WebStore
 
 __all__ = [
     "CSP",
     "SESSION_HOURS",
+    "STATE_KEY",
+    "PageState",
     "controller",
     "csrf",
     "current_user",
     "login_required",
     "must_change_password",
+    "page_state",
     "promoter_required",
     "releaser_required",
     "reviewer_required",
@@ -50,6 +56,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 csrf = CSRFProtect()
 
 
+#: Where ``create_app`` keeps the app's :class:`PageState` (``app.extensions[STATE_KEY]``).
+STATE_KEY = "replaygate.state"
+
+
+@dataclass
+class PageState:
+    """What the running app opens once and keeps: the page's tables, the report index, promoted traces."""
+
+    web_store: WebStore | None = None
+    report_index: ReportIndex | None = None
+    #: the golden set's files (path, mtime) when ``promoted`` was read, and trace id -> scenario id
+    promoted: tuple[tuple[tuple[str, int], ...], dict[str, str]] | None = None
+
+
+def page_state() -> PageState:
+    """The running app's :class:`PageState`."""
+    return cast(PageState, current_app.extensions[STATE_KEY])
+
+
 def web_config() -> WebConfig:
     """The running app's :class:`WebConfig`."""
     return cast(WebConfig, current_app.extensions["replaygate"])
@@ -65,12 +90,11 @@ def controller() -> CanaryController:
 
 def web_store() -> WebStore:
     """The page's own tables (sessions, login failures, passwords, audit), opened on first use."""
-    config = web_config()
-    store = config.extra.get("web_store")
-    if store is None:
+    config, state = web_config(), page_state()
+    if state.web_store is None:
         url = config.store if config.controller is None else config.controller.store.url
-        store = config.extra["web_store"] = WebStore(url)
-    return cast(WebStore, store)
+        state.web_store = WebStore(url)
+    return state.web_store
 
 
 def current_user() -> User | None:

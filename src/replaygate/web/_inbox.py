@@ -29,6 +29,7 @@ from replaygate.web._context import (
     controller,
     current_user,
     login_required,
+    page_state,
     promoter_required,
     web_config,
     web_store,
@@ -54,14 +55,14 @@ def _golden() -> GoldenSet:
 
 def _promoted(golden: GoldenSet) -> dict[str, str]:
     """Map trace id → scenario id of every promoted trace (files that do not parse are skipped)."""
-    cache = web_config().extra.setdefault("promoted_cache", {})
+    state = page_state()
     try:
         files = golden.files()
         key = tuple((str(p), p.stat().st_mtime_ns) for p in files)
     except OSError:
         return {}
-    if cache.get("key") == key:
-        return dict(cache["value"])
+    if state.promoted is not None and state.promoted[0] == key:
+        return dict(state.promoted[1])
     found: dict[str, str] = {}
     try:
         for s in golden.load():
@@ -69,8 +70,8 @@ def _promoted(golden: GoldenSet) -> dict[str, str]:
                 found[s.source_trace] = s.id
     except ReplaygateError:
         found = {}
-    cache.update(key=key, value=found)
-    return found
+    state.promoted = (key, found)
+    return dict(found)
 
 
 @dataclass(frozen=True)

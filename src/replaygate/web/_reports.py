@@ -20,7 +20,7 @@ from werkzeug.wrappers import Response
 
 from replaygate.gate import RULE_TITLES, policy_from_mapping
 from replaygate.report import group_tolerances, scenario_interval_chart, suite_delta_chart
-from replaygate.web._context import controller, login_required, web_config, web_store
+from replaygate.web._context import controller, login_required, page_state, web_config, web_store
 from replaygate.web._gate_reports import OUTCOME_LABELS, ReportEntry, ReportIndex
 
 __all__ = ["bp", "report_index"]
@@ -32,13 +32,11 @@ DEFAULT_REPORTS = ".replaygate/reports"
 
 def report_index() -> ReportIndex:
     """The running app's report index (reports folder and decision store)."""
-    config = web_config()
-    index = config.extra.get("report_index")
-    if index is None:
+    config, state = web_config(), page_state()
+    if state.report_index is None:
         folder = config.reports_dir or os.environ.get("REPLAYGATE_REPORTS") or DEFAULT_REPORTS
-        index = config.extra["report_index"] = ReportIndex(folder, controller().decisions)
-    assert isinstance(index, ReportIndex)
-    return index
+        state.report_index = ReportIndex(folder, controller().decisions)
+    return state.report_index
 
 
 def _decision(decision_id: str) -> Any:

@@ -84,8 +84,7 @@ Environment variables (an explicit ``configure`` argument wins):
 
 Canary routing: ``choose_variant(user_or_session_id)`` returns the sticky ``Variant`` (baseline or
 candidate) to serve and records it on the agent span; ``RoutingClient`` / ``configure_routing`` read the
-canary state (see ``replaygate.instrumentation._routing``; env ``REPLAYGATE_CANARY_SOURCE``,
-``REPLAYGATE_CANARY_REFRESH_S``).
+canary state (``help(RoutingClient)``; env ``REPLAYGATE_CANARY_SOURCE``, ``REPLAYGATE_CANARY_REFRESH_S``).
 
 Capture by trace: ``with capture() as cap:`` runs the block in a trace of its own and keeps that trace's
 spans (``cap.spans``, ``cap.summary``) from every provider replaygate watches (the global one and those
@@ -105,6 +104,16 @@ kind (``AgentRun``, ``LlmCall``, ``ToolCall``, ``Retrieval``, the error). The st
 summary and ``replaygate trace`` all read spans through it; ``is_content_attribute(name)`` says which
 attributes carry text (hashed when capture is off). Read other producers' spans through these, never by
 attribute name.
+
+For replaygate's other parts (and tools of your own), everything is imported from this package, never
+from its private modules: the attribute names are in the public module ``semconv``
+(``from replaygate.instrumentation import semconv``); the store's file and row format
+(``DEFAULT_STORE``, ``resolve_store_url``, ``connect_store_db``, ``TRACE_SCHEMA_VERSION``,
+``TRACE_MIGRATIONS``, ``record_to_row`` / ``record_from_row``, ``build_records``, ``batch_trace_rows``,
+``normalize_trace_id``, ``trace_id_range``, ``id_chunks``, ``feedback_value``, ``ordered_reasons``) so the
+control plane's SQL store writes the same rows; capture routes (``open_route``, ``close_route``,
+``watch_known_providers``) for the replay engine; ``resolve_settings``, ``describe_destinations`` and
+``absolute_store`` for ``replaygate doctor``; ``jsonable`` for artifact files.
 """
 
 from replaygate.instrumentation._agent import (

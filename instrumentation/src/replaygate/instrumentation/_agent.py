@@ -6,13 +6,14 @@ The run of one agent call lives in the OpenTelemetry context (beside its span) s
 
 from __future__ import annotations
 
-import asyncio
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import get_current
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import limit_text, text_of, to_json
@@ -35,11 +36,21 @@ __all__ = [
 ]
 
 AGENT_KEY = otel_context.create_key("replaygate.agent")
+#: The context key the OpenTelemetry API keeps the current span under (read once through its public API).
+_SPAN_KEY = next(iter(trace.set_span_in_context(trace.INVALID_SPAN, otel_context.Context())))
 _MISSING: Any = object()
+_OUTPUT_VALUE = sc.OI_OUTPUT_VALUE
+_ENDED_CONTEXT = otel_context.Context()
 _INPUT_NAMES = ("message", "question", "input", "turns", "query", "prompt", "user_message", "text")
 _SESSION_NAMES = ("session_id", "conversation_id")
 _USER_NAMES = ("user_id",)
 _AGENT_REASONS = tuple(r for r in FAILURE_REASONS if r != "negative_feedback")
+
+
+def _cancelled(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is asyncio's cancellation (asyncio never imported: nothing was cancelled by it)."""
+    asyncio = sys.modules.get("asyncio")
+    return exc is not None and asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
 
 class AgentSpec:
@@ -62,6 +73,9 @@ class AgentSpec:
             sc.OPERATION_NAME: "invoke_agent",
             sc.AGENT_NAME: self.name,
             sc.OI_SPAN_KIND: "AGENT",
+            # No failure seen yet; finish() overwrites it only when there is one (one attribute less to
+            # set on the common path, where the SDK's per-attribute cleaning is the main cost).
+            sc.RG_FAILURE_REASONS: (),
         }
         if version is not None:
             self.static[sc.AGENT_VERSION] = str(version)
@@ -80,6 +94,7 @@ class AgentSpec:
         self.input_name = input_arg or next((n for n in _INPUT_NAMES if n in self.names), None)
         self.session_names = (session_id_arg,) if session_id_arg else _SESSION_NAMES
         self.user_names = (user_id_arg,) if user_id_arg else _USER_NAMES
+        self._ids = ((sc.OI_SESSION_ID, self.session_names), (sc.OI_USER_ID, self.user_names))
 
     def lookup(self, name: str, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         if name in kwargs:
@@ -89,28 +104,46 @@ class AgentSpec:
             return args[index]
         return _MISSING
 
-    def _first(
-        self, names: tuple[str, ...], instance: Any, args: tuple[Any, ...], kw: Mapping[str, Any]
-    ) -> Any:
-        for name in names:
-            value = self.lookup(name, instance, args, kw)
-            if value is not _MISSING and value is not None:
-                return value
-        return _MISSING
-
     def start_attributes(
-        self, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], max_chars: int | None = None
     ) -> dict[str, Any]:
-        attrs = dict(self.static)
-        text = self.input_text(instance, args, kwargs)
+        """The span's attributes at start: the static ones, input text, session and user ids."""
+        # Runs on every call: the argument lookups are inlined (lookup() is the same rule for one name).
+        if max_chars is None:
+            max_chars = STATE.max_chars
+        attrs = self.static.copy()
+        positions = self.positions if instance is None else self.method_positions
+        count = len(args)
+        text: str | None = None
+        name = self.input_name
+        if name is not None:
+            if name in kwargs:
+                value = kwargs[name]
+            else:
+                index = positions.get(name)
+                value = args[index] if index is not None and index < count else _MISSING
+            if value is _MISSING:
+                text = self.input_text(instance, args, kwargs)
+            elif type(value) is str and len(value) <= max_chars:
+                text = value
+            else:
+                text = text_of(value, max_chars)
+        else:
+            text = self.input_text(instance, args, kwargs)
         if text is not None:
             attrs[sc.OI_INPUT_VALUE] = text  # gen_ai.input.messages is derived at export (_spancopy)
-        session = self._first(self.session_names, instance, args, kwargs)
-        if session is not _MISSING:
-            attrs[sc.OI_SESSION_ID] = str(session)  # and gen_ai.conversation.id
-        user = self._first(self.user_names, instance, args, kwargs)
-        if user is not _MISSING:
-            attrs[sc.OI_USER_ID] = str(user)
+        for key, names in self._ids:
+            for name in names:  # the first given, non-None one (session.id is gen_ai.conversation.id too)
+                if name in kwargs:
+                    value = kwargs[name]
+                else:
+                    index = positions.get(name)
+                    if index is None or index >= count:
+                        continue
+                    value = args[index]
+                if value is not None:
+                    attrs[key] = value if type(value) is str else str(value)
+                    break
         return attrs
 
     def input_text(self, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
@@ -118,6 +151,8 @@ class AgentSpec:
         if self.input_name is not None:
             value = self.lookup(self.input_name, instance, args, kwargs)
             if value is not _MISSING:
+                if type(value) is str and len(value) <= max_chars:
+                    return value
                 return text_of(value, max_chars)
         skip = set(self.session_names) | set(self.user_names)
         names = self.plain_names if instance is None else self.method_names
@@ -164,14 +199,22 @@ def record_error(span: trace.Span, exc: BaseException) -> None:
 class AgentRun:
     """One agent call in progress: its span, its context, and the failure signals seen so far."""
 
-    __slots__ = ("context", "ended", "escalated", "explicit", "span")
+    __slots__ = ("context", "ended", "escalated", "explicit", "max_chars", "span")
 
-    def __init__(self, span: trace.Span, parent: otel_context.Context | None) -> None:
+    def __init__(
+        self, span: trace.Span, parent: otel_context.Context | None, max_chars: int | None = None
+    ) -> None:
         self.span = span
+        #: The text bound in force when the call started.
+        self.max_chars = STATE.max_chars if max_chars is None else max_chars
         self.escalated = False
         self.explicit = False
         self.ended = False
-        self.context = otel_context.set_value(AGENT_KEY, self, trace.set_span_in_context(span, parent))
+        # One context holding both the span and this run (what set_span_in_context + set_value give).
+        values = dict(get_current() if parent is None else parent)
+        values[_SPAN_KEY] = span
+        values[AGENT_KEY] = self
+        self.context = otel_context.Context(values)
 
     @classmethod
     def start(
@@ -183,12 +226,12 @@ class AgentRun:
         parent: otel_context.Context | None = None,
     ) -> AgentRun | None:
         """Start the agent span, or return None when tracing is off (no SDK provider anywhere)."""
-        tracer = STATE.active_tracer()
+        tracer, max_chars = STATE.active_tracer_and_limit()
         if tracer is None:
             return None
-        attrs = spec.start_attributes(instance, args, kwargs)
-        span = tracer.start_span(spec.span_name, context=parent, kind=SpanKind.INTERNAL, attributes=attrs)
-        return cls(span, parent)
+        attrs = spec.start_attributes(instance, args, kwargs, max_chars)
+        span = tracer.start_span(spec.span_name, parent, SpanKind.INTERNAL, attrs)
+        return cls(span, parent, max_chars)
 
     def finish(
         self, output: str | None, exc: BaseException | None = None, *, closed_early: bool = False
@@ -197,10 +240,32 @@ class AgentRun:
         if self.ended:
             return
         self.ended = True
+        # The context holds this run: drop it so the pair is freed now, not by the cycle collector
+        # (a cycle per call made the collector run often and keep every span alive until it did).
+        self.context = _ENDED_CONTEXT
+        if (
+            exc is None
+            and output
+            and not closed_early
+            and not self.escalated
+            and not self.explicit
+            and not output.isspace()
+        ):
+            # The common path: an answer, no failure signal (the reasons stay the () set at start).
+            span = self.span
+            try:
+                span.set_attribute(_OUTPUT_VALUE, output)
+            except Exception as fault_exc:  # noqa: BLE001
+                fault("finishing the agent span", fault_exc)
+            try:
+                span.end()
+            except Exception as fault_exc:  # noqa: BLE001
+                fault("ending the agent span", fault_exc)
+            return
         try:
             reasons: set[str] = set()
             attrs: dict[str, Any] = {}
-            if isinstance(exc, asyncio.CancelledError):
+            if _cancelled(exc):
                 # Cancelled from outside (client gone, timeout, shutdown): not the agent's failure.
                 attrs[sc.RG_CANCELLED] = True
                 closed_early = True
@@ -218,15 +283,19 @@ class AgentRun:
                 reasons.add("escalation")
             if self.explicit:
                 reasons.add("explicit")
-            attrs[sc.RG_FAILURE_REASONS] = tuple(r for r in _AGENT_REASONS if r in reasons) if reasons else ()
+            if reasons:  # else the () set at start stands
+                attrs[sc.RG_FAILURE_REASONS] = tuple(r for r in _AGENT_REASONS if r in reasons)
             self.span.set_attributes(attrs)
         except Exception as fault_exc:  # noqa: BLE001
             fault("finishing the agent span", fault_exc)
         finally:
-            try:
-                self.span.end()
-            except Exception as fault_exc:  # noqa: BLE001
-                fault("ending the agent span", fault_exc)
+            self._end()
+
+    def _end(self) -> None:
+        try:
+            self.span.end()
+        except Exception as fault_exc:  # noqa: BLE001
+            fault("ending the agent span", fault_exc)
 
 
 def current_agent() -> AgentRun | None:

@@ -51,7 +51,6 @@ def _provider(given: Any, settings: Settings) -> TracerProvider:
     if isinstance(current, trace.ProxyTracerProvider):
         created = TracerProvider(resource=Resource.create(settings.resource_attributes))
         trace.set_tracer_provider(created)
-        STATE.owns_global = True
         return created
     raise InstrumentationError(
         f"the global tracer provider is a {type(current).__name__}, which accepts no span processors; "

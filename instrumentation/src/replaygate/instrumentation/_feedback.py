@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 
 from replaygate.instrumentation._errors import StoreError
 
@@ -26,6 +24,9 @@ def _post(url: str, trace_id: str, score: float | bool, comment: str | None, tim
     endpoint = url if url.rstrip("/").endswith("/v1/feedback") else url.rstrip("/") + "/v1/feedback"
     token = os.environ.get("REPLAYGATE_COLLECT_TOKEN", "")
     body = json.dumps({"trace_id": trace_id, "score": score, "comment": comment}).encode()
+    import urllib.error  # noqa: PLC0415 - lazy: a process that never sends feedback never loads http/ssl/email
+    import urllib.request  # noqa: PLC0415
+
     request = urllib.request.Request(
         endpoint,
         data=body,

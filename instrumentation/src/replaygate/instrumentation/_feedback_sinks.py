@@ -13,8 +13,6 @@ import base64
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 import uuid
 from typing import Any
 
@@ -37,6 +35,9 @@ def phoenix_configured() -> bool:
 
 def _post(what: str, url: str, body: Any, headers: dict[str, str], wait_for_trace: bool = False) -> None:
     """POST JSON; with ``wait_for_trace`` a 404 (the trace not ingested yet) is retried for about 3 s."""
+    import urllib.error  # noqa: PLC0415 - lazy: a process that never sends feedback never loads http/ssl/email
+    import urllib.request  # noqa: PLC0415
+
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode("utf-8"),

@@ -58,10 +58,6 @@ class Redactor:
             rules.append((pattern, "[REDACTED]", ()))
         self._rules = tuple(rules)
 
-    @property
-    def active(self) -> bool:
-        return bool(self._rules)
-
     def redact(self, text: str) -> tuple[str, int]:
         """Return ``text`` with every match replaced, and the number of replacements."""
         total = 0

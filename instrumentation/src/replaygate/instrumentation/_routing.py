@@ -44,8 +44,6 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -282,6 +280,9 @@ class RoutingClient:
         self._etag = None
 
     def _read_url(self, etag: str | None, known: RoutingState) -> tuple[RoutingState, str | None]:
+        import urllib.error  # noqa: PLC0415 - lazy: only a routing client reading a URL loads http/ssl/email
+        import urllib.request  # noqa: PLC0415
+
         request = urllib.request.Request(self.source, headers={"Accept": "application/json"})
         if etag is not None:
             request.add_header("If-None-Match", etag)

@@ -6,7 +6,6 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-import wrapt
 from replaygate.instrumentation._encoding import mapping_get
 from replaygate.instrumentation._health import fault
 from replaygate.instrumentation._spans import (
@@ -46,6 +45,7 @@ def _target(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap(func: F, opener: Opener, on_result: OnResult) -> F:
+    import wrapt  # noqa: PLC0415 - lazy (wrapt 2 imports asyncio): loaded when a function is decorated
 
     def open_scope(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpanScope[Any] | None:
         try:

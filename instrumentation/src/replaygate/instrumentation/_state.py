@@ -86,7 +86,6 @@ class State:
         self.provider: TracerProvider | None = None
         self.pipeline: Pipeline | None = None
         self.slots: weakref.WeakKeyDictionary[TracerProvider, Slot] = weakref.WeakKeyDictionary()
-        self.owns_global = False
         self.default: Instrumentation | None = None
         self._max_chars = 32768
         self.shutdown_timeout_s = 5.0
@@ -104,6 +103,15 @@ class State:
     @max_chars.setter
     def max_chars(self, value: int) -> None:
         self._max_chars = value
+
+    def active_tracer_and_limit(self) -> tuple[trace.Tracer | None, int]:
+        """``active_tracer()`` and ``max_chars`` at once (one context-variable read on the hot path)."""
+        handle = ACTIVE.get()
+        if handle is not None:
+            return handle.tracer, handle.max_chars
+        if self.configured or self._global_real:
+            return self.tracer, self._max_chars
+        return self.active_tracer(), self._max_chars
 
     def active_tracer(self) -> trace.Tracer | None:
         """The tracer to use now, or None when no SDK provider exists anywhere (then spans cost nothing)."""

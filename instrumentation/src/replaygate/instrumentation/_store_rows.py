@@ -203,6 +203,7 @@ def time_filter(since_ns: int | None, until_ns: int | None) -> tuple[list[str], 
 
 
 def id_chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
+    """``ids`` in slices of ``size``: each slice fits in one ``IN (...)`` of a query."""
     for index in range(0, len(ids), size):
         yield ids[index : index + size]
 

@@ -12,8 +12,8 @@ import inspect
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from typing import Any, TypeVar, cast, overload
 
-import wrapt
 from opentelemetry import context as otel_context
+from opentelemetry.context import attach, detach
 from replaygate.instrumentation._agent import AgentRun, AgentSpec, output_text
 from replaygate.instrumentation._encoding import to_json
 from replaygate.instrumentation._health import fault
@@ -99,18 +99,34 @@ def _sync_wrapper(spec: AgentSpec) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        run = _start(spec, instance, args, kwargs)
+        # The hot path of every traced call: helpers inlined, faults still caught and counted.
+        try:
+            run = AgentRun.start(spec, instance, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - never reach the agent
+            fault("starting the agent span", exc)
+            run = None
         if run is None:
             return wrapped(*args, **kwargs)
-        token = _attach(run)
+        try:
+            token: object | None = attach(run.context)
+        except Exception as exc:  # noqa: BLE001
+            fault("attaching the agent context", exc)
+            token = None
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             _detach(token)
             run.finish(None, exc)
             raise
-        _detach(token)
-        run.finish(_output(result))
+        if token is not None:
+            try:
+                detach(token)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001
+                fault("detaching the agent context", exc)
+        if type(result) is str and len(result) <= run.max_chars:
+            run.finish(result)  # what output_text gives for a short string, without the call
+        else:
+            run.finish(_output(result))
         return result
 
     return wrapper
@@ -322,6 +338,8 @@ def trace_agent(
             wrapper = _async_wrapper(spec)
         else:
             wrapper = _sync_wrapper(spec)
+        import wrapt  # noqa: PLC0415 - lazy (wrapt 2 imports asyncio): loaded when a function is decorated
+
         return cast(F, wrapt.FunctionWrapper(func, wrapper))
 
     if fn is not None:

@@ -8,7 +8,7 @@ Replay the golden set against a candidate (a target plus its configuration) and 
     candidate = Candidate.load("examples.support_agent.target:run_session", "configs/candidate.yaml")
     run = run_suite(scenarios, candidate.target, candidate.config, repeats=5, concurrency=8,
                     timeout_s=60, judges=create_judges("offline"), out_path="runs/candidate.json")
-    print(run.summary["errors"], run.summary["fails"], run.summary["passes"])
+    print(run.summary.errors, run.summary.fails, run.summary.passes)  # a typed RunSummary
 
 A target is ``module:function`` (sync or async, called as ``fn(turns, context, config)`` or
 ``fn(turns, context)``; it returns a str or ``{"answer", "label"?, "messages"?}``) or an ``http(s)://``
@@ -20,7 +20,9 @@ journaled beside the run file (``<out>.journal``, fsynced in groups; removed onc
 and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
 combines them. Progress is a bar in a terminal and plain lines otherwise (:class:`ProgressLines`).
-:func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
+:func:`summarize_attempts` builds the run's typed :class:`RunSummary` (``RunFile.summary``: counts,
+errors first, attribution, and the guardrails of :func:`guardrail_measures`); :func:`summary_lines`
+prints it. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
 whether the similarity threshold ever filtered anything); :func:`judges_from_fingerprint` rebuilds the
 judges a run was recorded with. A scenario with ``followups`` is a conversation: after each answer a
 simulated user (:class:`ScriptedSimulator`, offline, or :class:`LlmSimulator` over an OpenAI-compatible
@@ -86,7 +88,14 @@ from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, Offli
 from replaygate.replay._progress import ProgressLines
 from replaygate.replay._regex import needs_backtracking
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
-from replaygate.replay._run_summary import error_lines, summarize_attempts, summary_headline, summary_lines
+from replaygate.replay._run_summary import (
+    error_lines,
+    guardrail_summary,
+    summarize_attempts,
+    summary_headline,
+    summary_lines,
+)
+from replaygate.replay._run_summary_model import GuardrailSummary, RunSummary
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -185,6 +194,7 @@ __all__ = [
     "ForbiddenToolsCheck",
     "GroundednessJudgeSpec",
     "GuardrailMeasures",
+    "GuardrailSummary",
     "HOLDOUT_TIERS",
     "HttpTarget",
     "ID_PATTERN",
@@ -218,6 +228,8 @@ __all__ = [
     "RetrievalScores",
     "RunFile",
     "RunFileError",
+    "RunOptions",
+    "RunSummary",
     "STATES",
     "Scenario",
     "ScenarioEntry",
@@ -254,6 +266,7 @@ __all__ = [
     "fingerprint_differences",
     "git_commit",
     "guardrail_measures",
+    "guardrail_summary",
     "in_shard",
     "journal_path",
     "judge_identity",
@@ -265,6 +278,7 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "load_target",
+    "load_versioned",
     "load_yaml_bounded",
     "merge_runs",
     "needs_backtracking",
@@ -281,8 +295,6 @@ __all__ = [
     "retrieval_summary",
     "run_suite",
     "run_suite_async",
-    "RunOptions",
-    "load_versioned",
     "save_run",
     "save_scenario",
     "scenario_content_hash",

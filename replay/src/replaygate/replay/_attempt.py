@@ -22,7 +22,12 @@ from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._deadlines import Deadlines
 from replaygate.replay._errors import TargetError
 from replaygate.replay._followups import converse, converse_blocking
-from replaygate.replay._measures import compute_measures
+from replaygate.replay._measures import (
+    LLM_CALLS_KEY,
+    NO_LLM_CALLS,
+    compute_measures,
+    declares_no_llm_calls,
+)
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -50,9 +55,11 @@ class Scorer(Protocol):
     ) -> Awaitable[Any]: ...
 
 
-def _error_measures(summary: TraceSummary, latency_s: float) -> Measures:
+def _error_measures(summary: TraceSummary, latency_s: float, declares_no_llm: bool = False) -> Measures:
     try:
-        measures = compute_measures(summary, answer=None, latency_s=latency_s)
+        measures = compute_measures(
+            summary, answer=None, latency_s=latency_s, declares_no_llm=declares_no_llm
+        )
     except Exception:  # measuring must not hide the error being reported
         return Measures(latency_s=latency_s)
     return measures.model_copy(update={"empty": False})
@@ -137,6 +144,9 @@ class AttemptRunner:
     ) -> None:
         self.target = target
         self.config = dict(config)
+        #: The target declares that the agent makes no LLM call (``llm_calls: none`` in its configuration;
+        #: plan_run refused any other value).
+        self.declares_no_llm = declares_no_llm_calls(self.config)
         self.capture = capture
         self.scorer = scorer
         self.judges = judges
@@ -179,7 +189,11 @@ class AttemptRunner:
     def _split_checks(self, scenario: Scenario) -> tuple[Scenario, list[Check]]:
         held = self._split.get(id(scenario))
         if held is None or held[0] is not scenario:
-            held = self._split[id(scenario)] = (scenario, *split_turn_checks(scenario))
+            last, by_turn = split_turn_checks(scenario)
+            if self.declares_no_llm and not declares_no_llm_calls(last.tags):
+                # The scorer reads the declaration where a scenario makes it: the target's applies to all.
+                last = last.model_copy(update={"tags": {**last.tags, LLM_CALLS_KEY: NO_LLM_CALLS}})
+            held = self._split[id(scenario)] = (scenario, last, by_turn)
         return held[1], held[2]
 
     def begin(self, scenario: Scenario, index: int) -> Flight:
@@ -325,6 +339,9 @@ class AttemptRunner:
             )
         return attempt
 
+    def _no_llm(self, scenario: Scenario) -> bool:
+        return self.declares_no_llm or declares_no_llm_calls(scenario.tags)
+
     async def _score(
         self,
         scenario: Scenario,
@@ -351,7 +368,7 @@ class AttemptRunner:
             return Attempt(
                 status="error",
                 error=error or "the target returned nothing",
-                measures=_error_measures(summary, latency_s),
+                measures=_error_measures(summary, latency_s, self._no_llm(scenario)),
                 **common,
             )
         last_only, by_turn = self._split_checks(scenario)
@@ -393,6 +410,6 @@ class AttemptRunner:
                 status="error",
                 error=f"scoring failed: {type(exc).__name__}: {exc}",
                 answer=output.answer,
-                measures=_error_measures(summary, latency_s),
+                measures=_error_measures(summary, latency_s, self._no_llm(scenario)),
                 **common,
             )

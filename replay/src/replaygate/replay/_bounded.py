@@ -13,7 +13,9 @@ everywhere and every error names the file (and the line when there is one):
   the row;
 - ``format_version`` must be the one this replaygate reads (:func:`check_format_version`).
 
-:func:`load_yaml_bounded` is the one place YAML is parsed (a faster C loader can be swapped in there).
+:func:`load_yaml_bounded` is the one place YAML is parsed. libyaml (C) scans and parses each document
+(:mod:`replaygate.replay._yaml_fast`: a scenario in a fraction of a millisecond); a document that path
+refuses is read again by the pure-Python loader, so every error message is the one it always was.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 from pydantic import ValidationError
+from replaygate.replay._yaml_fast import NotFast, load_fast
 
 __all__ = [
     "BoundedDictReader",
@@ -139,6 +142,16 @@ def load_yaml_bounded(
     ``node`` is the composed document (for line numbers), None for an empty document. Every problem
     raises ``error`` with ``source:line: what``.
     """
+    try:
+        return load_fast(text, MAX_DEPTH)
+    except NotFast:  # refused (or not C-readable): the pure-Python loader reads it and says what is wrong
+        return load_yaml_python(text, source, error)
+
+
+def load_yaml_python(
+    text: str, source: str, error: type[Exception] = ValueError
+) -> tuple[Any, yaml.Node | None]:
+    """:func:`load_yaml_bounded` on the pure-Python loader alone (the reference the fast path equals)."""
     node: yaml.Node | None = None
     loader: _BoundedLoader | None = None
     try:

@@ -22,24 +22,11 @@ from typing import Any
 
 import jsonschema
 from replaygate.instrumentation import TraceSummary
+from replaygate.replay import _scenario_checks as spec
 from replaygate.replay._measures import is_empty_answer
 from replaygate.replay._regex import CheckBudgetError
 from replaygate.replay._runfile import CheckResult
-from replaygate.replay._scenario_checks import (
-    Check,
-    ContainsCheck,
-    ExpectedLabelCheck,
-    ExpectedToolsCheck,
-    ForbiddenOutputRegexCheck,
-    ForbiddenToolsCheck,
-    JsonSchemaCheck,
-    MaxCharsCheck,
-    MaxStepsCheck,
-    NotContainsCheck,
-    OutputRegexCheck,
-    ToolArgsCheck,
-    ValuesFromToolsCheck,
-)
+from replaygate.replay._scenario_checks import Check
 
 __all__ = ["CheckContext", "run_check", "run_checks"]
 
@@ -75,14 +62,14 @@ def _empty_forbidden(ctx: CheckContext) -> CheckResult | None:
     return None
 
 
-def _output_regex(check: OutputRegexCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _output_regex(check: spec.OutputRegexCheck, ctx: CheckContext) -> tuple[bool, str]:
     match = check.regex.search(ctx.answer)
     if match:
         return True, f"matched {_quote(match.text)}"
     return False, f"pattern {check.pattern!r} not found in the answer"
 
 
-def _forbidden_regex(check: ForbiddenOutputRegexCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _forbidden_regex(check: spec.ForbiddenOutputRegexCheck, ctx: CheckContext) -> tuple[bool, str]:
     match = check.regex.search(ctx.answer)
     if match:
         return False, f"forbidden pattern {check.pattern!r} matched {_quote(match.text)}"
@@ -93,7 +80,7 @@ def _fold(text: str, case_sensitive: bool) -> str:
     return text if case_sensitive else text.casefold()
 
 
-def _contains(check: ContainsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _contains(check: spec.ContainsCheck, ctx: CheckContext) -> tuple[bool, str]:
     answer = _fold(ctx.answer, check.case_sensitive)
     missing = [v for v in check.values if _fold(v, check.case_sensitive) not in answer]
     if missing:
@@ -101,7 +88,7 @@ def _contains(check: ContainsCheck, ctx: CheckContext) -> tuple[bool, str]:
     return True, "contains " + ", ".join(_quote(v) for v in check.values)
 
 
-def _not_contains(check: NotContainsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _not_contains(check: spec.NotContainsCheck, ctx: CheckContext) -> tuple[bool, str]:
     answer = _fold(ctx.answer, check.case_sensitive)
     found = [v for v in check.values if _fold(v, check.case_sensitive) in answer]
     if found:
@@ -109,7 +96,7 @@ def _not_contains(check: NotContainsCheck, ctx: CheckContext) -> tuple[bool, str
     return True, "none of the forbidden values present"
 
 
-def _max_chars(check: MaxCharsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _max_chars(check: spec.MaxCharsCheck, ctx: CheckContext) -> tuple[bool, str]:
     n = len(ctx.answer)
     if n > check.limit:
         return False, f"answer is {n} characters, over the limit of {check.limit}"
@@ -120,7 +107,7 @@ def _called(ctx: CheckContext) -> list[str]:
     return [call.name for call in ctx.summary.tool_calls]
 
 
-def _expected_tools(check: ExpectedToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _expected_tools(check: spec.ExpectedToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
     called = _called(ctx)
     missing = [t for t in check.tools if t not in called]
     if missing:
@@ -138,7 +125,7 @@ def _expected_tools(check: ExpectedToolsCheck, ctx: CheckContext) -> tuple[bool,
     return True, f"called {', '.join(check.tools)}"
 
 
-def _forbidden_tools(check: ForbiddenToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _forbidden_tools(check: spec.ForbiddenToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
     called = _called(ctx)
     bad = [t for t in check.tools if t in called]
     if bad:
@@ -179,7 +166,7 @@ def _as_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _arg_problem(check: ToolArgsCheck, value: Any) -> str | None:
+def _arg_problem(check: spec.ToolArgsCheck, value: Any) -> str | None:
     label = f"{check.tool}({check.arg}={value!r})"
     if check.min is not None or check.max is not None:
         number = _as_number(value)
@@ -197,7 +184,7 @@ def _arg_problem(check: ToolArgsCheck, value: Any) -> str | None:
     return None
 
 
-def _tool_args(check: ToolArgsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _tool_args(check: spec.ToolArgsCheck, ctx: CheckContext) -> tuple[bool, str]:
     named = [c for c in ctx.summary.tool_calls if c.name == check.tool]
     # A call the tool refused (it raised) took no effect: the bound is about what the agent got done.
     calls = [c for c in named if c.error is None]
@@ -215,14 +202,14 @@ def _tool_args(check: ToolArgsCheck, ctx: CheckContext) -> tuple[bool, str]:
     return True, f"{check.tool}({check.arg}) within bounds: {values}{note}"
 
 
-def _max_steps(check: MaxStepsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _max_steps(check: spec.MaxStepsCheck, ctx: CheckContext) -> tuple[bool, str]:
     steps = len(ctx.summary.llm_calls) + len(ctx.summary.tool_calls)
     if steps > check.limit:
         return False, f"{steps} steps (LLM and tool calls), over the limit of {check.limit}"
     return True, f"{steps} steps (limit {check.limit})"
 
 
-def _expected_label(check: ExpectedLabelCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _expected_label(check: spec.ExpectedLabelCheck, ctx: CheckContext) -> tuple[bool, str]:
     if ctx.label != check.label:
         return False, f"label is {ctx.label!r}, expected {check.label!r}"
     return True, f"label is {check.label!r}"
@@ -231,7 +218,7 @@ def _expected_label(check: ExpectedLabelCheck, ctx: CheckContext) -> tuple[bool,
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 
 
-def _json_schema(check: JsonSchemaCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _json_schema(check: spec.JsonSchemaCheck, ctx: CheckContext) -> tuple[bool, str]:
     text = ctx.answer
     fenced = _FENCE.match(text)
     if fenced:
@@ -270,7 +257,7 @@ def _occurs(value: str, text: str) -> bool:
     return re.search(left + re.escape(value) + right, text) is not None
 
 
-def _values_from_tools(check: ValuesFromToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
+def _values_from_tools(check: spec.ValuesFromToolsCheck, ctx: CheckContext) -> tuple[bool, str]:
     wanted = set(check.tools) if check.tools else None
     texts = [
         _result_text(c.result)
@@ -288,22 +275,22 @@ def _values_from_tools(check: ValuesFromToolsCheck, ctx: CheckContext) -> tuple[
     return True, f"all found in the {source}: {', '.join(_quote(v) for v in dict.fromkeys(values))}"
 
 
-_RUNNERS: dict[type[Any], Callable[[Any, CheckContext], tuple[bool, str]]] = {
-    OutputRegexCheck: _output_regex,
-    ForbiddenOutputRegexCheck: _forbidden_regex,
-    ContainsCheck: _contains,
-    NotContainsCheck: _not_contains,
-    MaxCharsCheck: _max_chars,
-    ExpectedToolsCheck: _expected_tools,
-    ForbiddenToolsCheck: _forbidden_tools,
-    ToolArgsCheck: _tool_args,
-    MaxStepsCheck: _max_steps,
-    ExpectedLabelCheck: _expected_label,
-    JsonSchemaCheck: _json_schema,
-    ValuesFromToolsCheck: _values_from_tools,
+_RUNNERS: dict[str, Callable[[Any, CheckContext], tuple[bool, str]]] = {
+    "output_regex": _output_regex,
+    "forbidden_output_regex": _forbidden_regex,
+    "contains": _contains,
+    "not_contains": _not_contains,
+    "max_chars": _max_chars,
+    "expected_tools": _expected_tools,
+    "forbidden_tools": _forbidden_tools,
+    "tool_args": _tool_args,
+    "max_steps": _max_steps,
+    "expected_label": _expected_label,
+    "json_schema": _json_schema,
+    "values_from_tools": _values_from_tools,
 }
 
-_FORBIDDEN_OUTPUT = (ForbiddenOutputRegexCheck, NotContainsCheck)
+_FORBIDDEN_OUTPUT = (spec.ForbiddenOutputRegexCheck, spec.NotContainsCheck)
 
 
 def run_check(check: Check, ctx: CheckContext, name: str | None = None) -> CheckResult:
@@ -313,7 +300,7 @@ def run_check(check: Check, ctx: CheckContext, name: str | None = None) -> Check
         refused = _empty_forbidden(ctx)
         if refused is not None:
             return refused.model_copy(update={"name": name})
-    runner = _RUNNERS.get(type(check))
+    runner = _RUNNERS.get(check.type)
     if runner is None:
         return CheckResult(name=name, passed=False, detail=f"no scorer for check type {check.type!r}")
     try:

@@ -170,28 +170,36 @@ class _AttemptLine(BaseModel):
     attempt: Attempt
 
 
-def _attempt_line(raw: bytes) -> Attempt | None:
-    """A well-formed attempt line's attempt, validated in one pass; None sends it to the strict reader.
+_LINE_HEAD = b'{"kind":"attempt","sha256":"'
+_LINE_ATTEMPT = b'","attempt":'
 
-    The strict reader (``json.loads`` without NaN, the depth limit, ``model_validate``) says what is wrong
-    with a line this one does not accept.
+
+def _attempt_line(raw: bytes) -> Attempt | None:
+    """The attempt of a line exactly as :class:`JournalWriter` writes it, validated in one pass.
+
+    None sends the line to the strict reader (``json.loads`` without NaN, the depth limit,
+    ``model_validate``), which says what is wrong with it: any other layout, a NaN literal, a claim nested
+    too deep, or an attempt whose text is not the one its ``sha256`` was made from.
     """
-    if b"NaN" in raw or b"Infinity" in raw:
+    start = len(_LINE_HEAD) + 64
+    if (
+        not raw.startswith(_LINE_HEAD)
+        or raw[start : start + len(_LINE_ATTEMPT)] != _LINE_ATTEMPT
+        or not raw.endswith(b"}")
+        or b"NaN" in raw
+        or b"Infinity" in raw
+    ):
         return None
     try:
         line = _AttemptLine.model_validate_json(raw)
     except ValidationError:
         return None
-    attempt = line.attempt
-    claims = [c for j in attempt.judges for c in j.claims]  # line > attempt > judges > judge > claims > claim
+    if bare_digest(raw[start + len(_LINE_ATTEMPT) : -1].decode("utf-8")) != line.sha256:
+        return None
+    claims = [c for j in line.attempt.judges for c in j.claims]  # line > attempt > judges > judge > claims
     if claims and not all(json_depth_ok(c, MAX_DEPTH - 5) for c in claims):
         return None
-    text = raw.decode("utf-8")
-    at = text.find('"attempt":')
-    quick = bare_digest(text[at + len('"attempt":') : -1]) if at >= 0 and text.endswith("}") else None
-    if quick != line.sha256 and attempt_digest(attempt) != line.sha256:
-        return None  # the strict reader reports the mismatch
-    return attempt
+    return line.attempt
 
 
 def header_fingerprint(header: dict[str, Any], path: str | os.PathLike[str]) -> Fingerprint:

@@ -8,8 +8,9 @@ Cost comes from the span when the instrumentor recorded one (``gen_ai.usage.cost
 for the model and provider of every LLM call the attempt made. An unknown price is ``None``, never 0: the
 cost is None when any call's model is unknown to genai-prices, has no model name, or lacks a token count.
 An attempt in which no LLM call was captured has cost and tokens None ("no LLM call was captured": its
-spans may have gone to a provider replaygate cannot see), unless the scenario declares that the agent
-makes none (tag ``llm_calls: none``); then it costs 0.0.
+spans may have gone to a provider replaygate cannot see), unless the scenario or the target declares that
+the agent makes none (the scenario tag ``llm_calls: none``, or ``llm_calls: none`` in the candidate's
+configuration: :func:`declares_no_llm_calls`); then it costs 0.0.
 
 Over a set of attempts (:func:`guardrail_measures`): latency, escalation and empty answers are measured
 on the scored attempts (an errored attempt's latency is its timeout, and it has no answer); the error
@@ -21,18 +22,22 @@ linearly between ranks (numpy's default).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from replaygate.instrumentation import LlmCall, TraceSummary, call_cost
 from replaygate.replay._runfile import Attempt, Measures
 
 __all__ = [
+    "LLM_CALLS_KEY",
     "NO_LLM_CALL",
+    "NO_LLM_CALLS",
     "GuardrailMeasures",
     "call_cost",
     "compute_measures",
     "cost_note",
+    "declares_no_llm_calls",
     "guardrail_measures",
     "is_empty_answer",
     "is_escalated",
@@ -43,6 +48,30 @@ __all__ = [
 
 #: What an unknown cost means when the attempt's trace had no LLM call in it.
 NO_LLM_CALL = "no LLM call was captured"
+#: The key (scenario tag or configuration key) and value declaring that the agent makes no LLM call.
+LLM_CALLS_KEY, NO_LLM_CALLS = "llm_calls", "none"
+
+
+def declares_no_llm_calls(declared: Mapping[str, Any], *, where: str | None = None) -> bool:
+    """Whether scenario tags or a target configuration declare ``llm_calls: none``.
+
+    Args:
+        declared: the scenario's tags or the candidate's configuration.
+        where: for a configuration, what to name in the error; then a value other than ``none`` is an
+            error (a tag may hold any text, and only ``none`` means anything).
+
+    Raises:
+        ValueError: ``where`` is given and ``llm_calls`` holds something other than ``none``.
+    """
+    value = declared.get(LLM_CALLS_KEY)
+    if value is None:
+        return False
+    if where is not None and value != NO_LLM_CALLS:
+        raise ValueError(
+            f"{where}: llm_calls is {value!r}; the only value is 'none' (the agent makes no LLM call, so "
+            "an attempt without LLM spans costs 0.0); remove the key otherwise"
+        )
+    return bool(value == NO_LLM_CALLS)
 
 
 def is_empty_answer(answer: str | None) -> bool:
@@ -83,7 +112,8 @@ def compute_measures(
         summary: the attempt's trace summary.
         answer: its final answer.
         latency_s: its wall-clock latency.
-        declares_no_llm: the scenario says the agent makes no LLM call: then none costs 0.0, not None.
+        declares_no_llm: the scenario or the target says the agent makes no LLM call: then none costs
+            0.0, not None.
     """
     calls = summary.llm_calls
     if not calls and not declares_no_llm:

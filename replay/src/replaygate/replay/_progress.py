@@ -87,19 +87,17 @@ class Progress:
         )
 
     def start_bar(self) -> bool:
-        """Show a rich bar on stderr; False when rich is not installed."""
-        try:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.progress import Progress as RichProgress
-        except ImportError:
-            return False
+        """Show a rich bar on stderr (rich is loaded here: most runs print plain lines)."""
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
+
         self._bar = RichProgress(
             TextColumn("replay"),
             BarColumn(),

@@ -19,7 +19,7 @@ from typing import Any
 from replaygate.instrumentation import load_prices
 from replaygate.replay._attempt import Scorer
 from replaygate.replay._candidate import declared_versions
-from replaygate.replay._errors import ReplayError, RunFileError
+from replaygate.replay._errors import ReplayError, RunFileError, TargetError
 from replaygate.replay._fingerprint import build_fingerprint, fingerprint_differences, git_commit
 from replaygate.replay._journal import (
     HEADER_LATER,
@@ -30,6 +30,7 @@ from replaygate.replay._journal import (
     restore_journal,
 )
 from replaygate.replay._judges import create_judges
+from replaygate.replay._measures import declares_no_llm_calls
 from replaygate.replay._run_options import RunOptions
 from replaygate.replay._runfile import Attempt, Fingerprint, ScenarioEntry
 from replaygate.replay._scenario import Scenario, scenario_content_hash
@@ -145,6 +146,10 @@ def plan_run(
         raise ReplayError("the suite lists a scenario id twice; scenario ids are unique")
     shard_spec = opts.shard_spec()
     cfg = dict(config or {})
+    try:  # before anything starts: a bad value is the configuration's error
+        declares_no_llm_calls(cfg, where="the candidate configuration")
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
     judge_map = dict(opts.judges) if opts.judges is not None else dict(create_judges(kind="offline"))
     the_target = load_target(target, timeout_s=opts.timeout_s)
     conversational = any(s.followups is not None for s in scenarios)

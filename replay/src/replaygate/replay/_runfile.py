@@ -18,6 +18,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
 from replaygate.replay._errors import RunFileError
+from replaygate.replay._run_summary_model import RunSummary
 from replaygate.replay._versioned import Upgrade, parse_versioned
 
 __all__ = [
@@ -188,7 +189,7 @@ class RunFile(_Model):
     attempts: list[Attempt]
     shard: str | None = None  # "i/n" when this file is one shard
     policy: dict[str, Any] | None = None  # the gate policy as parsed when the run started
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: RunSummary = Field(default_factory=RunSummary)  # summarize_attempts; older files: see RunSummary
     attempts_digest: str | None = None  # written by save_run; load_run refuses a file whose attempts differ
 
     def attempts_for(self, scenario_id: str) -> list[Attempt]:
@@ -256,8 +257,7 @@ def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]]
 def _free_form(run: RunFile) -> Iterator[tuple[Any, int]]:
     """The run file's free-form values and their depths (root 0), for the nesting limit."""
     yield run.policy, 1
-    summary: Any = run.summary
-    yield (summary.model_dump() if isinstance(summary, BaseModel) else summary), 1
+    yield run.summary.retrieval, 2  # the summary's only free-form part
     yield run.fingerprint.simulator, 2
     for attempt in run.attempts:
         for judge in attempt.judges:

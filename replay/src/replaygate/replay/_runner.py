@@ -5,6 +5,13 @@ and write the run file. Each attempt runs under a root span ``replay attempt`` o
 provider, so the agent's own spans (retrieval, tools, LLM calls) are captured and scored. An attempt is
 ``pass``, ``fail`` or ``error``; a target that raises, hangs past the timeout or returns garbage, and a
 judge that fails, make an ``error`` with the message, never a pass and never a skip.
+
+The options are one :class:`RunOptions` (given whole with ``options=`` or as keywords). A run is three
+steps: the plan (:func:`~replaygate.replay._run_plan.plan_run`: options checked, target loaded, journal
+opened or resumed), the loop (:class:`_Loop`: target calls in flight up to ``concurrency``; an attempt
+without judges is scored as soon as its call returns, one with judges in a task of its own; finished
+attempts handed to the journal and artifact threads once per turn of the event loop) and the finish
+(:func:`_finish_run`: the run file written, the journal removed).
 """
 
 from __future__ import annotations

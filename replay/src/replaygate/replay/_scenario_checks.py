@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from replaygate.replay._regex import ScenarioRegex, compile_scenario_regex
 
 __all__ = [
+    "CHECK_MODELS",
     "LABELS",
     "Check",
     "ContainsCheck",
@@ -273,6 +274,11 @@ Check = Annotated[
     | ValuesFromToolsCheck,
     Field(discriminator="type"),
 ]
+#: check type -> its model, read from the ``Check`` union (the one list of checks: the loader's forms,
+#: the JSON schema and the scorer all go by it).
+CHECK_MODELS: dict[str, type[BaseModel]] = {
+    model.model_fields["type"].default: model for model in get_args(get_args(Check)[0])
+}
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 

@@ -26,20 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
-from replaygate.replay._scenario_checks import (
-    ContainsCheck,
-    ExpectedLabelCheck,
-    ExpectedToolsCheck,
-    ForbiddenOutputRegexCheck,
-    ForbiddenToolsCheck,
-    JsonSchemaCheck,
-    MaxCharsCheck,
-    MaxStepsCheck,
-    NotContainsCheck,
-    OutputRegexCheck,
-    ToolArgsCheck,
-    ValuesFromToolsCheck,
-)
+from replaygate.replay._scenario_checks import CHECK_MODELS
 from replaygate.replay._scenario_model import ChangelogEntry, RetrievalLabels, Scenario
 
 __all__ = [
@@ -53,21 +40,6 @@ __all__ = [
     "scenario_json_schema",
 ]
 
-#: check type -> its model.
-CHECK_MODELS: dict[str, type[BaseModel]] = {
-    "output_regex": OutputRegexCheck,
-    "forbidden_output_regex": ForbiddenOutputRegexCheck,
-    "contains": ContainsCheck,
-    "not_contains": NotContainsCheck,
-    "max_chars": MaxCharsCheck,
-    "expected_tools": ExpectedToolsCheck,
-    "forbidden_tools": ForbiddenToolsCheck,
-    "tool_args": ToolArgsCheck,
-    "max_steps": MaxStepsCheck,
-    "expected_label": ExpectedLabelCheck,
-    "json_schema": JsonSchemaCheck,
-    "values_from_tools": ValuesFromToolsCheck,
-}
 #: check type -> the field a shorthand's value fills (``tool_args`` takes a mapping of its fields).
 SHORTHAND_FIELDS: dict[str, str | None] = {
     "output_regex": "pattern",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,10 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
         expected_id: when given, the scenario's ``id`` must equal it (the file stem).
     """
     data, node = load_yaml_bounded(text, source, ScenarioError)  # no aliases, bounded depth
+    if isinstance(data, dict):
+        valid = _valid_scenario(data, expected_id)
+        if valid is not None:
+            return valid  # the common case: nothing to locate, so no walk over the nodes
     if node is None or data is None:
         raise ScenarioError(f"{source}:1: empty scenario file; write a scenario mapping (id, title, ...)")
     if not isinstance(data, dict):
@@ -176,6 +180,20 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
     return scenario
 
 
+def _valid_scenario(data: dict[str, Any], expected_id: str | None) -> Scenario | None:
+    """The scenario when ``data`` is one without any problem, else None (the caller says what is wrong)."""
+    normal, forms, found = normalise_checks(data)
+    if found:
+        return None
+    try:
+        scenario = mark_forms(Scenario.model_validate(normal), forms)
+    except (ValidationError, RecursionError, MemoryError):
+        return None
+    if expected_id is not None and scenario.id != expected_id:
+        return None
+    return scenario
+
+
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """Load one scenario file; its ``id`` must equal the file stem. Errors are :class:`ScenarioError`."""
     p = Path(path)
@@ -195,18 +213,24 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The scenario files of a golden set: ``*.yaml``/``*.yml`` below it, hidden files excluded."""
     root = Path(directory)
-    files = [
-        f
-        for f in root.rglob("*")
-        if f.suffix in SCENARIO_SUFFIXES
-        and f.is_file()
-        and not any(part.startswith(".") for part in f.relative_to(root).parts)
-    ]
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):  # like rglob: symlinked folders are not entered
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        base = Path(folder)
+        for name in names:
+            if name.startswith(".") or os.path.splitext(name)[1] not in SCENARIO_SUFFIXES:
+                continue
+            path = base / name
+            if path.is_file():
+                files.append(path)
     return sorted(files)
 
 
-def load_scenarios(directory: str | os.PathLike[str]) -> list[Scenario]:
-    """Load every scenario of a golden set, sorted by id; all problems are reported in one error."""
+def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = ()) -> list[Scenario]:
+    """Load every scenario of a golden set, sorted by id; all problems are reported in one error.
+
+    ``skip``: files not to read (a caller that knows from an index they are not wanted).
+    """
     root = Path(directory)
     if not root.is_dir():
         raise ScenarioError(f"{root}: no such golden-set directory; create it or pass the right --golden")
@@ -214,6 +238,8 @@ def load_scenarios(directory: str | os.PathLike[str]) -> list[Scenario]:
     problems: list[str] = []
     where: dict[str, Path] = {}
     for f in scenario_files(root):
+        if f in skip:
+            continue
         try:
             scenario = load_scenario(f)
         except ScenarioError as exc:

@@ -196,9 +196,3 @@ class Scenario(_Model):
     def state(self) -> str:
         """The status name: active, quarantined, known-failure or retired."""
         return self.status.state
-
-    @property
-    def label_suggestions_pending(self) -> bool:
-        """True when promotion suggested retrieval labels or tools that nobody has confirmed yet."""
-        pending_tools = any(getattr(c, "suggested", False) for c in self.checks)
-        return pending_tools or (self.retrieval is not None and not self.retrieval.confirmed)

@@ -29,7 +29,7 @@ from replaygate.instrumentation import TraceSummary
 from replaygate.replay._checks import CheckContext, run_checks
 from replaygate.replay._judges import Judge, JudgeVerdict
 from replaygate.replay._labels import derive_label
-from replaygate.replay._measures import compute_measures
+from replaygate.replay._measures import compute_measures, declares_no_llm_calls
 from replaygate.replay._retrieval_metrics import ranked_chunk_ids, relevant_in_top_k, retrieval_metrics
 from replaygate.replay._runfile import AttemptStatus, CheckResult, JudgeResult, Measures, RetrievalScores
 from replaygate.replay._scenario_checks import GroundednessJudgeSpec, JudgeSpec
@@ -181,7 +181,7 @@ async def score_attempt(
         )
 
     measures = compute_measures(
-        summary, answer=answer, latency_s=latency_s, declares_no_llm=scenario.tags.get("llm_calls") == "none"
+        summary, answer=answer, latency_s=latency_s, declares_no_llm=declares_no_llm_calls(scenario.tags)
     )
     failed = not all([c.passed for c in checks]) or not all([j.passed for j in judge_results])
     status: AttemptStatus = "error" if errors else "fail" if failed else "pass"

@@ -1,0 +1,306 @@
+"""Big suites (issue 19): loading, promote, replay, gate and import time, side by side with the peers.
+
+Rows, each with its target and the ratio to it:
+
+- loading 200 / 2,000 / 10,000 scenarios (``load_scenarios``: libyaml, each file once), beside the
+  pure-Python YAML loader on the same files (the loader before issue 19) for 200 and 2,000;
+- ``promote`` of a new trace into each of those sets (duplicate detection through ``golden.lock``'s index);
+- 200 x 5 and 2,000 x 5 replays against a 5 ms target at concurrency 64, in-process (``run_suite``) and
+  through the CLI (``replaygate run``), against the ideal ``attempts x 5 ms / 64``; the peers' figures for
+  the same task are printed as fixed references (Inspect AI 13.5 s / promptfoo 9.8 s for 200 x 5;
+  147 s / 109 s for 2,000 x 5, measured for the issue, not here);
+- ``gate`` on 5,000 scenarios x k=10 with a second baseline (the noise floor), in a child process: wall time
+  and peak memory (loading the three run files and gating);
+- ``import replaygate.instrumentation`` against ``import opentelemetry.sdk.trace``, each in fresh
+  interpreters, interleaved, median of several (and the import plus the first ``@trace_agent``).
+
+A shared machine shows up in the wall times: compare the rows of one run.
+
+    uv run --locked python bench/suite_scale.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SLEEP_S = 0.005
+CONCURRENCY = 64
+PEERS = {200: "Inspect AI 13.5 s, promptfoo 9.8 s", 2000: "Inspect AI 147 s, promptfoo 109 s"}
+
+
+def target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    """The 5 ms target: a refund answer after a sleep."""
+    time.sleep(SLEEP_S)
+    return "Refunds up to $200 are issued within 5 days. " + turns[0]
+
+
+def _scenario(i: int, k: int) -> dict[str, Any]:
+    return {
+        "id": f"bench-{i:05d}",
+        "title": f"bench scenario {i}",
+        "owner": "bench",
+        "origin": "production-incident",
+        "source_trace": f"{i:032x}",
+        "added": dt.date(2026, 11, 29),
+        "turns": [f"question {i} about a refund"],
+        "tags": {"dimension": "refunds", "risk": "high" if i % 3 else "low"},
+        "tiers": ["smoke", "release"],
+        "repeats": k,
+        "expected_behavior": "explain the refund policy",
+        "checks": [
+            {"type": "contains", "values": ["refund"]},
+            {"type": "max_chars", "limit": 500},
+            {"type": "output_regex", "pattern": "Refund.*days"},
+        ],
+    }
+
+
+def make_golden(path: Path, n: int, k: int = 5) -> None:
+    """A golden set of ``n`` scenarios written as replaygate writes them (with its lock and index)."""
+    from replaygate.replay import Scenario
+
+    from replaygate.golden import GoldenSet
+
+    GoldenSet(path).write([Scenario.model_validate(_scenario(i, k)) for i in range(n)])
+
+
+def _row(name: str, seconds: float, target_s: float | None, note: str = "") -> None:
+    ratio = f"{seconds / target_s:5.2f}x of target {target_s:g} s" if target_s else ""
+    print(f"{name:44s} {seconds:8.3f} s  {ratio:28s} {note}")
+
+
+def bench_loading(sets: dict[int, Path]) -> None:
+    from replaygate.replay import load_scenarios
+    from replaygate.replay._bounded import load_yaml_python
+    from replaygate.replay._scenario_io import scenario_files
+
+    print("\n== loading a golden set (target: 2,000 scenarios < 1 s)")
+    for n, path in sets.items():
+        t0 = time.perf_counter()
+        loaded = load_scenarios(path)
+        wall = time.perf_counter() - t0
+        assert len(loaded) == n
+        note = ""
+        if n <= 2000:
+            texts = [f.read_text(encoding="utf-8") for f in scenario_files(path)]
+            t0 = time.perf_counter()
+            for text in texts:
+                load_yaml_python(text, "bench")
+            slow = time.perf_counter() - t0
+            note = f"(YAML alone, pure-Python loader as before: {slow:.3f} s)"
+        _row(f"load {n:,} scenarios", wall, 1.0 * n / 2000, note)
+
+
+def bench_promote(sets: dict[int, Path]) -> None:
+    from replaygate.instrumentation import SpanRecord, TraceRecord, TraceSummary
+
+    from replaygate.golden import GoldenSet, promote_trace
+
+    class Source:
+        def __init__(self, record: TraceRecord) -> None:
+            self.record = record
+
+        def get_trace(self, trace_id: str) -> TraceRecord:
+            return self.record
+
+        def session_traces(self, session_id: str) -> list[TraceRecord]:
+            return [self.record]
+
+    summary = TraceSummary(
+        trace_id="f" * 32,
+        session_id="s",
+        user_id="u",
+        agent_name="support",
+        agent_version="1",
+        turns=("I want a refund of $450",),
+        output="Sure, refunded.",
+        outputs=("Sure, refunded.",),
+        error=None,
+        chunks=(),
+        tool_calls=(),
+        llm_calls=(),
+        escalated=False,
+        escalation_reason=None,
+        clarification=False,
+        failure_reasons=("negative_feedback",),
+        latency_s=0.1,
+        input_tokens=None,
+        output_tokens=None,
+    )
+    span = SpanRecord("f" * 32, "0" * 16, None, "agent", "agent", 1, 2, "ok", None, {})
+    source = Source(TraceRecord(summary=summary, spans=(span,), start_ns=1, end_ns=2))
+    print("\n== promote a new trace into the set (target: into 2,000 < 0.3 s)")
+    for n, path in sets.items():
+        gs = GoldenSet(path)
+        t0 = time.perf_counter()
+        made = promote_trace(source, "f" * 32, gs, owner="bench", origin="production-incident")
+        wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again = promote_trace(source, "f" * 32, gs, owner="bench", origin="production-incident")
+        repeat = time.perf_counter() - t0
+        assert made.created and not again.created
+        made.path.unlink()  # leave the set as it was for the other rows
+        _row(f"promote into {n:,}", wall, 0.3 * n / 2000, f"(promoting it again: {repeat:.3f} s)")
+        entries = json.loads(gs.lock_path.read_text(encoding="utf-8"))
+        entries["scenarios"].pop(made.scenario.id, None)
+        entries.get("index", {}).pop(made.scenario.id, None)
+        gs.lock_path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
+    from replaygate.instrumentation import load_prices
+    from replaygate.replay import load_scenarios, run_suite
+
+    load_prices()
+    print(f"\n== replay x k=5 against a {SLEEP_S * 1000:.0f} ms target, concurrency {CONCURRENCY}")
+    print("   (targets: through the CLI within 3x the ideal, in-process within 1.5x)")
+    for n in sizes:
+        attempts = n * 5
+        ideal = attempts * SLEEP_S / CONCURRENCY
+        suite = load_scenarios(sets[n])
+        t0 = time.perf_counter()
+        run = run_suite(
+            suite,
+            target,
+            {"model": "bench"},
+            concurrency=CONCURRENCY,
+            timeout_s=30,
+            out_path=tmp / f"inproc-{n}.json",
+            progress=False,
+            code_commit=None,
+        )
+        wall = time.perf_counter() - t0
+        assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+        _row(f"{n:,} x 5 in-process (ideal {ideal:.2f} s)", wall, ideal * 1.5, f"= {wall / ideal:.1f}x ideal")
+        cmd = [
+            sys.executable, "-m", "replaygate.cli", "run", "--golden", str(sets[n]),
+            "--target", "bench.suite_scale:target", "--concurrency", str(CONCURRENCY),
+            "--out", str(tmp / f"cli-{n}.json"), "--quiet", "--force",
+        ]  # fmt: skip
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        wall = time.perf_counter() - t0
+        if done.returncode != 0:
+            print(f"   CLI run failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+            continue
+        _row(
+            f"{n:,} x 5 through the CLI",
+            wall,
+            ideal * 3,
+            f"= {wall / ideal:.1f}x ideal; peers: {PEERS.get(n, '-')}",
+        )
+
+
+def _gate_child(folder: str) -> None:
+    from replaygate.replay import load_run
+
+    from replaygate.gate import gate_runs, load_policy
+
+    d = Path(folder)
+    t0 = time.perf_counter()
+    runs = [load_run(d / f"{name}.json") for name in ("base", "head", "base2")]
+    loaded = time.perf_counter() - t0
+    report = gate_runs(load_policy(d / "policy.yaml"), runs[0], runs[1], runs[2])
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"wall": wall, "load": loaded, "peak_mib": peak, "outcome": report.outcome}))
+
+
+def bench_gate(tmp: Path, n: int) -> None:
+    import numpy as np
+    from replaygate.replay import save_run
+
+    sys.path.insert(0, str(ROOT))
+    from tests.gate.conftest import make_run  # the run files the gate tests use, at scale
+
+    print(f"\n== gate on {n:,} scenarios x k=10 with a second baseline (target < 5 s and < 300 MiB)")
+    rng = np.random.default_rng(1)
+    d = tmp / "gate"
+    d.mkdir()
+    for name, rate in (("base", 0.9), ("base2", 0.9), ("head", 0.89)):
+        save_run(make_run(rng.binomial(10, rate, n).tolist(), run_id=name, k=10), d / f"{name}.json")
+    (d / "policy.yaml").write_text("{}\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, __file__, "--gate-child", str(d)], capture_output=True, text=True, timeout=1800
+    )
+    if done.returncode != 0:
+        print(f"   gate failed: {done.stderr.strip()[-600:]}")
+        return
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    _row(
+        f"gate {n:,} x 10 + noise floor",
+        got["wall"],
+        5.0,
+        f"peak {got['peak_mib']:.0f} MiB ({got['peak_mib'] / 300:.2f}x of 300 MiB); "
+        f"loading the run files {got['load']:.2f} s; outcome {got['outcome']}",
+    )
+
+
+def _import_time(code: str) -> float:
+    probe = f"import time\nt0 = time.perf_counter()\n{code}\nprint(time.perf_counter() - t0)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def bench_import(rounds: int) -> None:
+    print("\n== import time, fresh interpreters, interleaved (target: <= 1.2x the SDK's)")
+    decorate = (
+        "import replaygate.instrumentation as ri\n"
+        "@ri.trace_agent(name='a')\n"
+        "def agent(message):\n    return message"
+    )
+    codes = {
+        "opentelemetry.sdk.trace": "import opentelemetry.sdk.trace",
+        "replaygate.instrumentation": "import replaygate.instrumentation",
+        "... plus the first @trace_agent": decorate,
+    }
+    times: dict[str, list[float]] = {k: [] for k in codes}
+    for _ in range(rounds):
+        for name, code in codes.items():
+            times[name].append(_import_time(code))
+    sdk = statistics.median(times["opentelemetry.sdk.trace"])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"import {name:37s} {median:8.3f} s  {median / sdk:5.2f}x the SDK's (target 1.2x)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 and 2,000 only; gate on 2,000")
+    parser.add_argument("--gate-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.gate_child:
+        _gate_child(args.gate_child)
+        return 0
+    sizes = [200, 2000] if args.quick else [200, 2000, 10000]
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        sets = {}
+        for n in sizes:
+            sets[n] = tmp / f"golden-{n}"
+            make_golden(sets[n], n)
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        bench_import(5)
+        bench_loading(sets)
+        bench_promote(sets)
+        bench_replay(sets, [200, 2000], tmp)
+        bench_gate(tmp, 2000 if args.quick else 5000)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

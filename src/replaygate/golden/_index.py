@@ -1,0 +1,150 @@
+"""The index in ``golden.lock``: what each scenario file held when replaygate last wrote or locked it.
+
+Beside the accepted entries, ``golden.lock`` keeps an ``index`` section, one entry per scenario::
+
+    "index": {"refund-over-limit-001": {"file": "refund-over-limit-001.yaml", "file_hash": "sha256:...",
+              "source_trace": "4bf9...", "tiers": ["smoke", "release"], "tags": {"risk": "high"},
+              "holdout": false, "state": "active", "origin": "production-incident"}}
+
+``file_hash`` is the hash of the file's bytes. An entry is used only while the file still has exactly
+those bytes (:func:`verified_index`), so ``promote`` finds an already-promoted trace, and a listing or a
+run selects by tier or tag, by reading bytes and hashing them instead of parsing every scenario; a file
+edited by hand, added or renamed since simply has no verified entry and is parsed as before. A stale or
+damaged index therefore costs time, never a wrong answer. Older locks without the section read as an
+empty index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replaygate.replay import Scenario, load_scenario, parse_scenario
+
+__all__ = [
+    "IndexEntry",
+    "file_hash",
+    "index_entry",
+    "index_file",
+    "read_index",
+    "verified_index",
+]
+
+_MAX_SCENARIO_BYTES = 1_000_000  # larger files are refused by load_scenario, which says so
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What a scenario file held when it was indexed (see the module docstring)."""
+
+    file: str
+    file_hash: str
+    source_trace: str | None
+    tiers: tuple[str, ...]
+    tags: dict[str, str] = field(default_factory=dict)
+    holdout: bool = False
+    state: str = "active"
+    origin: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The entry as written in ``golden.lock``."""
+        data = dict(self.__dict__)
+        data["tiers"] = list(self.tiers)
+        data["tags"] = dict(self.tags)
+        return data
+
+
+def file_hash(data: bytes) -> str:
+    """The hash of a file's bytes, as the index records it."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def index_entry(scenario: Scenario, relative: str, data: bytes) -> IndexEntry:
+    """The index entry of ``scenario``, whose file (``relative`` to the set) holds exactly ``data``."""
+    return IndexEntry(
+        file=relative,
+        file_hash=file_hash(data),
+        source_trace=scenario.source_trace,
+        tiers=tuple(scenario.tiers),
+        tags=dict(scenario.tags),
+        holdout=scenario.holdout,
+        state=scenario.status.state,
+        origin=scenario.origin,
+    )
+
+
+def index_file(path: Path, root: Path) -> tuple[Scenario, IndexEntry | None]:
+    """Parse one scenario file and index the very bytes parsed (errors as :func:`load_scenario`).
+
+    The entry is None when the file could not be read in one piece as UTF-8 of a scenario's size (the
+    scenario then comes from :func:`load_scenario`, which says what is wrong, or reads a file that changed
+    meanwhile).
+    """
+    try:
+        data = path.read_bytes()
+        if len(data) > _MAX_SCENARIO_BYTES:
+            raise ValueError("too large")
+        text = data.decode("utf-8")
+    except (OSError, ValueError):
+        return load_scenario(path), None
+    scenario = parse_scenario(text, source=str(path), expected_id=path.stem)
+    return scenario, index_entry(scenario, path.relative_to(root).as_posix(), data)
+
+
+def _entry(value: Any) -> IndexEntry | None:
+    if not isinstance(value, dict):
+        return None
+    try:
+        tiers = value["tiers"]
+        tags = value["tags"]
+        entry = IndexEntry(
+            file=str(value["file"]),
+            file_hash=str(value["file_hash"]),
+            source_trace=None if value["source_trace"] is None else str(value["source_trace"]),
+            tiers=tuple(str(t) for t in tiers),
+            tags={str(k): str(v) for k, v in tags.items()},
+            holdout=bool(value["holdout"]),
+            state=str(value["state"]),
+            origin=str(value["origin"]),
+        )
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return entry
+
+
+def read_index(lock_path: Path) -> dict[str, IndexEntry]:
+    """The index section of a lock file; empty when the file, the section or an entry is unusable."""
+    try:
+        raw = json.loads(lock_path.read_bytes()) if lock_path.is_file() else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    section = raw.get("index") if isinstance(raw, dict) else None
+    if not isinstance(section, dict):
+        return {}
+    out: dict[str, IndexEntry] = {}
+    for scenario_id, value in section.items():
+        entry = _entry(value)
+        if entry is not None:
+            out[str(scenario_id)] = entry
+    return out
+
+
+def verified_index(root: Path, files: Iterable[Path], index: dict[str, IndexEntry]) -> dict[Path, IndexEntry]:
+    """The files whose bytes are still the ones indexed, with their entries (a changed file is left out)."""
+    by_file = {e.file: (scenario_id, e) for scenario_id, e in index.items()}
+    out: dict[Path, IndexEntry] = {}
+    for path in files:
+        found = by_file.get(path.relative_to(root).as_posix())
+        if found is None or found[0] != path.stem:
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if file_hash(data) == found[1].file_hash:
+            out[path] = found[1]
+    return out
