@@ -19,7 +19,7 @@ def test_golden_all_is_pinned() -> None:
             "Listing",
             "LockEntry",
             "Promotion",
-            "TraceSource",
+            "PromotionSource",
             "accept_changes",
             "create_scenario_file",
             "default_author",

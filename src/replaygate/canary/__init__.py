@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from replaygate.canary._calibration import Arm, Tally, simulate_rollouts, step_arms
 from replaygate.canary._control import (
+    CanaryCheck,
     CanaryController,
     CanarySettings,
     CanaryStatus,
-    CheckResult,
     DecisionSource,
-    TraceSource,
+    LiveTraces,
     decision_config_ids,
 )
 from replaygate.canary._errors import CanaryError, ConflictError
@@ -84,7 +84,7 @@ __all__ = [
     "CanarySettings",
     "CanaryStatus",
     "CanaryStore",
-    "CheckResult",
+    "CanaryCheck",
     "ConflictError",
     "DEFAULT_PLAN",
     "DEFAULT_TOLERANCES",
@@ -104,7 +104,7 @@ __all__ = [
     "SimulationReport",
     "StepOutlook",
     "Tally",
-    "TraceSource",
+    "LiveTraces",
     "TrafficProfile",
     "Transition",
     "WORDS",

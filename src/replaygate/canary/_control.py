@@ -11,7 +11,7 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -43,21 +43,21 @@ from replaygate.canary._measures import (
 from replaygate.canary._outlook import StepOutlook, step_outlook
 from replaygate.canary._samples import calls_cost, groundedness_of, groundedness_scores, sample_from_trace
 from replaygate.canary._store import CanaryStore
-from replaygate.gate import DecisionStore, load_policy
+from replaygate.gate import DecisionStore, SignedDecision, load_policy
 from replaygate.store import TraceStore
 
 __all__ = [
     "CanaryController",
     "CanarySettings",
     "CanaryStatus",
-    "CheckResult",
+    "CanaryCheck",
     "DecisionSource",
-    "TraceSource",
+    "LiveTraces",
     "decision_config_ids",
 ]
 
 
-class TraceSource(Protocol):
+class LiveTraces(Protocol):
     """What the controller needs of the trace store."""
 
     def list_traces(
@@ -73,9 +73,13 @@ class TraceSource(Protocol):
 class DecisionSource(Protocol):
     """What the controller needs of the gate's decision store."""
 
-    def get(self, decision_id: str) -> Any: ...
+    def get(self, decision_id: str) -> SignedDecision | None:
+        """The signed decision ``decision_id``, or None when there is none."""
+        ...
 
-    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[Any]: ...
+    def list_decisions(self, outcomes: list[str] | tuple[str, ...] | None = None) -> list[SignedDecision]:
+        """The signed decisions, newest first (only these outcomes when given)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ class CanaryStatus:
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class CanaryCheck:
     """What ``check`` found and did: the status, the rollback when a breach fired one, a hold notice."""
 
     status: CanaryStatus
@@ -123,21 +127,17 @@ class CheckResult:
         return self.status.evidence is not None and self.status.evidence.breached
 
 
-def _fingerprint_config_id(fingerprint: Any) -> str | None:
-    if not isinstance(fingerprint, dict):
-        return None
+def _fingerprint_config_id(fingerprint: Mapping[str, Any]) -> str | None:
     declared = fingerprint.get("declared_versions") or {}
     value = declared.get("config_id") if isinstance(declared, dict) else None
     value = value or fingerprint.get("agent_config_hash")
     return None if value is None else str(value)
 
 
-def decision_config_ids(decision: Any) -> tuple[str | None, str | None]:
+def decision_config_ids(decision: SignedDecision) -> tuple[str | None, str | None]:
     """Return (baseline, candidate) configuration ids of a signed decision."""
-    baseline = _fingerprint_config_id(getattr(decision, "baseline_fingerprint", None))
-    candidate = getattr(decision, "candidate_config_id", None) or _fingerprint_config_id(
-        getattr(decision, "candidate_fingerprint", None)
-    )
+    baseline = _fingerprint_config_id(decision.baseline_fingerprint)
+    candidate = decision.candidate_config_id or _fingerprint_config_id(decision.candidate_fingerprint)
     return baseline, candidate
 
 
@@ -147,7 +147,7 @@ class CanaryController:
     def __init__(
         self,
         store: CanaryStore,
-        traces: TraceSource | None = None,
+        traces: LiveTraces | None = None,
         decisions: DecisionSource | None = None,
         *,
         tolerances: dict[str, Limit] | None = None,
@@ -286,7 +286,7 @@ class CanaryController:
         """The audit log, newest first."""
         return list(self.store.audit(limit))
 
-    def signed_decisions(self) -> list[Any]:
+    def signed_decisions(self) -> list[SignedDecision]:
         """Signed decisions that can start a canary (pass or pass-with-sign-off), newest first as stored."""
         if self.decisions is None:
             return []
@@ -315,7 +315,7 @@ class CanaryController:
                 f"signed decision {decision_id!r} not found in {self.store.url}; "
                 "list the signed decisions with `replaygate canary decisions`"
             )
-        if getattr(decision, "superseded_by", None):
+        if decision.superseded_by:
             raise CanaryError(
                 f"signed decision {decision_id!r} was superseded by {decision.superseded_by}: "
                 "start the canary from that one"
@@ -325,7 +325,7 @@ class CanaryController:
         salt = salt or secrets.token_hex(8)
         chosen_plan = tuple(plan) if plan is not None else self.settings.plan
         auto = self.settings.auto_rollback if auto_rollback is None else auto_rollback
-        outcome = str(getattr(decision, "outcome", ""))
+        outcome = str(decision.outcome)
 
         def decide(state: RolloutState) -> Transition:
             return _machine.start(
@@ -381,7 +381,7 @@ class CanaryController:
             lambda state: _machine.rollback(state, now_ns=self.clock(), reason=reason), actor=actor
         )
 
-    def check(self, *, actor: str = "replaygate check", auto_rollback: bool | None = None) -> CheckResult:
+    def check(self, *, actor: str = "replaygate check", auto_rollback: bool | None = None) -> CanaryCheck:
         """Evaluate the current step; on a breach, roll back when automatic rollback is on.
 
         A step held undecided longer than ``max_hold`` is notified once (an audited ``hold`` notice).
@@ -390,7 +390,7 @@ class CanaryController:
         state = status.state
         auto = state.auto_rollback if auto_rollback is None else auto_rollback
         if state.status != "canary" or status.evidence is None or not status.evidence.breached or not auto:
-            return CheckResult(status, None, self._hold_notice(status, actor))
+            return CanaryCheck(status, None, self._hold_notice(status, actor))
         why = "automatic rollback: " + "; ".join(status.evidence.breaches)
         version = state.version
 
@@ -400,7 +400,7 @@ class CanaryController:
             return _machine.rollback(current, now_ns=self.clock(), reason=why)
 
         transition = self.store.apply(decide, actor=actor, details=_details(status.evidence))
-        return CheckResult(status, transition)
+        return CanaryCheck(status, transition)
 
     def _hold_notice(self, status: CanaryStatus, actor: str) -> Transition | None:
         """Audit one notice per step once it holds longer than ``max_hold`` (None when not due or sent)."""

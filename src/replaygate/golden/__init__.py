@@ -36,7 +36,7 @@ from replaygate.golden._listing import Listing, list_golden, list_scenarios, lis
 from replaygate.golden._lock import LOCK_NAME, LockEntry, lock_entry, read_lock
 from replaygate.golden._promote import (
     Promotion,
-    TraceSource,
+    PromotionSource,
     draft_forbidden_pattern,
     draft_scenario,
     promote_trace,
@@ -58,7 +58,7 @@ __all__ = [
     "LockEntry",
     "Promotion",
     "TURN_SEPARATOR",
-    "TraceSource",
+    "PromotionSource",
     "accept_changes",
     "create_scenario_file",
     "default_author",

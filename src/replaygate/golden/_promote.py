@@ -55,7 +55,7 @@ from replaygate.inbox import (
 __all__ = [
     "CONTEXT_ATTRIBUTE_PREFIX",
     "Promotion",
-    "TraceSource",
+    "PromotionSource",
     "draft_checks",
     "draft_forbidden_pattern",
     "draft_scenario",
@@ -69,7 +69,7 @@ CONTEXT_ATTRIBUTE_PREFIX = "replaygate.context."
 DEFAULT_PROMOTION_TIERS: tuple[str, ...] = ("smoke", "release")
 
 
-class TraceSource(Protocol):
+class PromotionSource(Protocol):
     """Where traces come from (``replaygate.instrumentation._store.TraceStore`` satisfies it)."""
 
     def get_trace(self, trace_id: str) -> TraceRecord: ...
@@ -87,7 +87,7 @@ class Promotion:
     notes: tuple[str, ...] = ()  #: drafted checks left out, and why
 
 
-def _earlier(source: TraceSource, record: TraceRecord) -> list[TraceRecord]:
+def _earlier(source: PromotionSource, record: TraceRecord) -> list[TraceRecord]:
     """The traces of ``record``'s session before it, oldest first."""
     summary = record.summary
     upto: list[TraceRecord] = []
@@ -100,7 +100,7 @@ def _earlier(source: TraceSource, record: TraceRecord) -> list[TraceRecord]:
     return upto
 
 
-def session_turns(source: TraceSource, record: TraceRecord) -> list[str]:
+def session_turns(source: PromotionSource, record: TraceRecord) -> list[str]:
     """Every user turn of the conversation up to and including ``record``, in order."""
     traces = [*_earlier(source, record), record]
     return [turn for r in traces for turn in r.summary.turns if turn and turn.strip()]
@@ -151,7 +151,7 @@ def _slug(text: str, limit: int = 40) -> str:
 
 
 def draft_scenario(
-    source: TraceSource,
+    source: PromotionSource,
     record: TraceRecord,
     *,
     owner: str,
@@ -318,7 +318,7 @@ def find_promoted(golden: GoldenSet, trace_id: str) -> tuple[Scenario, Path] | N
 
 
 def promote_trace(
-    source: TraceSource,
+    source: PromotionSource,
     trace_id: str,
     golden: GoldenSet | str | Path | None = None,
     *,
