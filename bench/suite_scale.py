@@ -181,7 +181,7 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
             code_commit=None,
         )
         wall = time.perf_counter() - t0
-        assert run.summary["passes"] == attempts, run.summary["error_attempts"][:3]
+        assert run.summary.passes == attempts, run.summary.error_attempts[:3]
         _row(f"{n:,} x 5 in-process (ideal {ideal:.2f} s)", wall, ideal * 1.5, f"= {wall / ideal:.1f}x ideal")
         cmd = [
             sys.executable, "-m", "replaygate.cli", "run", "--golden", str(sets[n]),

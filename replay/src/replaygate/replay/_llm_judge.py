@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from replaygate.instrumentation import Chunk
+from replaygate.replay._chat import fence, post_chat
 from replaygate.replay._errors import JudgeError
 from replaygate.replay._judge_registry import JudgeMode, JudgeVerdict, register_judge
 
@@ -66,10 +67,6 @@ _TEMPLATES = json.dumps([_RULES, _SYSTEM, sorted(map(list, _USER_TAIL.items()), 
 PROMPT_HASH = hashlib.sha256(_TEMPLATES.encode()).hexdigest()[:8]
 
 
-def _fence(text: str, nonce: str) -> str:
-    return f"<<<UNTRUSTED-{nonce}\n{text}\nUNTRUSTED-{nonce}>>>"
-
-
 def _chunk_text(chunk: Chunk) -> str:
     return chunk.text if chunk.text else "(content not captured)"
 
@@ -90,13 +87,13 @@ def build_messages(
     for i, chunk in enumerate(chunks, start=1):
         lines += [
             f"Document {i}, id {json.dumps(chunk.id, ensure_ascii=False)}:",
-            _fence(_chunk_text(chunk), nonce),
+            fence(_chunk_text(chunk), nonce),
         ]
     if task == "groundedness":
-        lines += ["", "ANSWER:", _fence(answer, nonce)]
+        lines += ["", "ANSWER:", fence(answer, nonce)]
         tail = _USER_TAIL[(task, mode)]
     else:
-        lines += ["", "QUESTION:", _fence(question or "", nonce)]
+        lines += ["", "QUESTION:", fence(question or "", nonce)]
         tail = _USER_TAIL[(task, "answer")]
     lines += ["", tail]
     return [
@@ -292,28 +289,14 @@ class LlmJudge:
         }
 
     async def _post(self, body: dict[str, Any]) -> str:
-        import httpx  # loaded by __init__: importing replaygate.replay does not pay for it
-
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        url = f"{self.base_url}/chat/completions"
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                response = await client.post(url, json=body, headers=headers)
-                response.raise_for_status()
-        except httpx.TimeoutException:
-            raise JudgeError(f"{self.name} judge: {url} did not answer within {self.timeout_s:g} s") from None
-        except httpx.HTTPStatusError as exc:
-            raise JudgeError(
-                f"{self.name} judge: {url} answered HTTP {exc.response.status_code}: "
-                f"{exc.response.text[:200]!r}"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise JudgeError(f"{self.name} judge: cannot reach {url}: {exc}") from None
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            return response.text  # not a chat completion: validation fails and the call is retried once
-        return content if isinstance(content, str) else json.dumps(content)
+        return await post_chat(
+            self.base_url,
+            body,
+            api_key=self._api_key,
+            timeout_s=self.timeout_s,
+            who=f"{self.name} judge",
+            error=JudgeError,
+        )
 
     def _verdict(self, content: str, mode: JudgeMode, ids: list[str]) -> JudgeVerdict:
         context = {"ids": ids}

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from replaygate.replay._chat import fence, post_chat
 from replaygate.replay._errors import ReplayError
 from replaygate.replay._runfile import ConversationTurn
 from replaygate.replay._scenario_model import Scenario, ScriptRule
@@ -137,10 +138,6 @@ class _Reply(BaseModel):
     done: bool
 
 
-def _fence(text: str, nonce: str) -> str:
-    return f"<<<UNTRUSTED-{nonce}\n{text}\nUNTRUSTED-{nonce}>>>"
-
-
 def build_simulator_messages(
     scenario: Scenario, conversation: Sequence[ConversationTurn], *, nonce: str
 ) -> list[dict[str, str]]:
@@ -150,7 +147,7 @@ def build_simulator_messages(
     persona = (followups.persona if followups else "") or "an ordinary customer"
     lines = [f"Your persona: {persona}", f"Your goal: {goal}", "", "The conversation so far:"]
     for i, turn in enumerate(conversation, start=1):
-        lines += [f"User (turn {i}): {turn.user}", f"Assistant (turn {i}):", _fence(turn.answer or "", nonce)]
+        lines += [f"User (turn {i}): {turn.user}", f"Assistant (turn {i}):", fence(turn.answer or "", nonce)]
     lines += ["", "Write the user's next message."]
     return [
         {"role": "system", "content": _SYSTEM + _RULES.format(nonce=nonce)},
@@ -225,29 +222,14 @@ class LlmSimulator:
         )
 
     async def _post(self, body: dict[str, Any]) -> str:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        url = f"{self.base_url}/chat/completions"
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                response = await client.post(url, json=body, headers=headers)
-                response.raise_for_status()
-        except httpx.TimeoutException:
-            raise SimulatorError(
-                f"simulated user: {url} did not answer within {self.timeout_s:g} s"
-            ) from None
-        except httpx.HTTPStatusError as exc:
-            raise SimulatorError(
-                f"simulated user: {url} answered HTTP {exc.response.status_code}: {exc.response.text[:200]!r}"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise SimulatorError(f"simulated user: cannot reach {url}: {exc}") from None
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            return response.text
-        return content if isinstance(content, str) else json.dumps(content)
+        return await post_chat(
+            self.base_url,
+            body,
+            api_key=self._api_key,
+            timeout_s=self.timeout_s,
+            who="simulated user",
+            error=SimulatorError,
+        )
 
 
 def create_simulator(
