@@ -184,7 +184,7 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
         assert run.summary.passes == attempts, run.summary.error_attempts[:3]
         _row(f"{n:,} x 5 in-process (ideal {ideal:.2f} s)", wall, ideal * 1.5, f"= {wall / ideal:.1f}x ideal")
         cmd = [
-            sys.executable, "-m", "replaygate.cli", "run", "--golden", str(sets[n]),
+            str(Path(sys.executable).parent / "replaygate"), "run", "--golden", str(sets[n]),
             "--target", "bench.suite_scale:target", "--concurrency", str(CONCURRENCY),
             "--out", str(tmp / f"cli-{n}.json"), "--quiet", "--force",
         ]  # fmt: skip
