@@ -11,7 +11,6 @@ EXPECTED = {
     "replaygate.replay._checks": ["CheckContext", "run_check", "run_checks"],
     "replaygate.replay._labels": ["LABELS", "Label", "derive_label", "looks_like_refusal"],
     "replaygate.replay._judges": [
-        "BUILTIN_JUDGES",
         "Judge",
         "JudgeVerdict",
         "create_judge",
