@@ -47,7 +47,7 @@ def _free_port() -> int:
 
 def _clients(url: str, n: int, seconds: float, out: mp.Queue) -> None:  # type: ignore[type-arg]
     """``n`` routing clients in one process, each choosing for a new key every ~5 ms."""
-    from replaygate.instrumentation._routing import RoutingClient
+    from replaygate.instrumentation import RoutingClient
 
     results: list[tuple[list[float], int, int, int, int]] = []
     lock = threading.Lock()
