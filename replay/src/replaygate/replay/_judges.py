@@ -30,7 +30,6 @@ from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, Offli
 from replaygate.replay._runfile import Fingerprint, JudgeSpec
 
 __all__ = [
-    "BUILTIN_JUDGES",
     "Judge",
     "JudgeVerdict",
     "create_judge",
