@@ -19,6 +19,7 @@ from replaygate.instrumentation._normalize import (
     is_content_attribute,
     is_content_event_attribute,
     normalize_span,
+    span_kind,
 )
 from replaygate.instrumentation._prices import call_cost
 from replaygate.instrumentation._redaction import Redactor
@@ -83,6 +84,8 @@ def _hash_value(value: Any) -> Any:
 def _cost_attributes(span: ReadableSpan, attributes: Mapping[str, Any]) -> dict[str, Any]:
     """``gen_ai.usage.cost`` on an exported LLM span that has none, when genai-prices knows the price."""
     if sc.USAGE_COST in attributes or sc.OI_COST_TOTAL in attributes:
+        return {}
+    if span_kind(attributes) != "llm":  # classify first: most exported spans are no LLM call
         return {}
     llm = normalize_span(span).llm
     cost = call_cost(llm) if llm is not None else None
