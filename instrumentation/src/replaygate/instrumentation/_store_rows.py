@@ -47,6 +47,9 @@ __all__ = [
     "with_feedback",
 ]
 
+# one encoder for every row (json.dumps with options builds a new one per call)
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
 PREVIEW_CHARS = 200
 SPAN_COLUMNS = (
     "trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, status_message, attributes, events"
@@ -89,8 +92,8 @@ def record_to_row(record: SpanRecord) -> tuple[Any, ...]:
         record.end_ns,
         record.status,
         record.status_message,
-        json.dumps(record.attributes, ensure_ascii=False, default=str),
-        json.dumps(list(record.events), ensure_ascii=False, default=str),
+        _encode(record.attributes),
+        _encode(list(record.events)),
     )
 
 
