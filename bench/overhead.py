@@ -75,10 +75,18 @@ JSON_MARK = "BENCH-JSON:"
 PEERS = ("langfuse @observe", "openinference @agent", "openinference @chain", "openllmetry @workflow")
 
 
-def base_variants() -> Variants:
-    """The bare function, the manual span and ``@trace_agent`` on one replaygate-configured provider."""
+def base_variants(exporters: Sequence[SpanExporter] | None = None) -> Variants:
+    """The bare function, the manual span and ``@trace_agent`` on one replaygate-configured provider.
+
+    ``exporters`` default to one no-op exporter; ``[]`` leaves the pipeline without any (the instruction
+    count of ``bench/overhead_instructions.py``).
+    """
     provider = TracerProvider()
-    ri.configure(tracer_provider=provider, store=None, exporters=[NoopExporter()])
+    ri.configure(
+        tracer_provider=provider,
+        store=None,
+        exporters=[NoopExporter()] if exporters is None else list(exporters),
+    )
     tracer = provider.get_tracer("bench")
 
     def manual(message: str, session_id: str) -> str:

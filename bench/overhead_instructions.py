@@ -22,10 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import replaygate.instrumentation as ri
-from opentelemetry.sdk.trace import TracerProvider
-from overhead import MESSAGE, answer  # bench/ is on the path: this file's folder
-from replaygate.instrumentation import semconv as sc
+from overhead import MESSAGE, base_variants  # bench/ is on the path: this file's folder
 
 LOW = int(os.environ.get("BENCH_CALLS_LOW", "500"))
 HIGH = int(os.environ.get("BENCH_CALLS_HIGH", "2500"))
@@ -35,25 +32,7 @@ _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
 def _variant(name: str) -> Callable[[str, str], Any]:
-    provider = TracerProvider()
-    ri.configure(tracer_provider=provider, store=None, exporters=[])
-    tracer = provider.get_tracer("bench")
-
-    def manual(message: str, session_id: str) -> str:
-        with tracer.start_as_current_span(
-            "invoke_agent support",
-            attributes={
-                sc.OPERATION_NAME: "invoke_agent",
-                sc.AGENT_NAME: "support",
-                sc.OI_INPUT_VALUE: message,
-                sc.OI_SESSION_ID: session_id,
-            },
-        ) as span:
-            out = answer(message, session_id)
-            span.set_attribute(sc.OI_OUTPUT_VALUE, out)
-            return out
-
-    return manual if name == VARIANTS[0] else ri.trace_agent(name="support")(answer)
+    return base_variants(exporters=[])[name]
 
 
 def child(name: str, calls: int) -> None:
