@@ -364,3 +364,55 @@ def test_a_deadline_cancels_only_its_own_call_and_never_hides_another_cancel() -
         return quick, slow, cancelled
 
     assert asyncio.run(main()) == (False, True, True)
+
+
+def test_scores_kept_for_root_only_attempts_equal_scoring_each_afresh(tmp_path: Path) -> None:
+    from replaygate.replay import score_attempt
+
+    answers = ["ok fine", "ok fine", "", "nope", {"answer": "ok", "label": "escalate"}, "ok fine"]
+    answers += [{"answer": "ok", "label": "bogus"}, "ok fine " * 40]
+    suite = [
+        scenario("a", repeats=len(answers)),
+        scenario(
+            "b",
+            repeats=len(answers),
+            checks=[
+                {"type": "output_regex", "pattern": "fi(ne)"},
+                {"type": "not_contains", "values": ["nope"]},
+                {"type": "max_chars", "limit": 50},
+                {"type": "expected_label", "label": "answer"},
+            ],
+        ),
+        scenario("c", repeats=len(answers), checks=[{"type": "output_regex", "pattern": r"(o)k\s+\1?"}]),
+        scenario("d", repeats=len(answers), allow_empty=True, tags={"llm_calls": "none"}),
+    ]
+
+    def runs(scorer: Any, out: str) -> list[Attempt]:
+        served: dict[str, int] = {}
+
+        def target(turns: list[str], context: dict[str, Any]) -> Any:
+            n = served[turns[0]] = served.get(turns[0], -1) + 1
+            return answers[n % len(answers)]
+
+        run = run_suite(
+            suite,
+            target,
+            out_path=tmp_path / out,
+            concurrency=1,
+            scorer=scorer,
+            progress=False,
+            code_commit=None,
+        )
+        return run.attempts
+
+    async def afresh(*args: Any, **kwargs: Any) -> Any:  # another scorer: nothing is kept
+        return await score_attempt(*args, **kwargs)
+
+    kept, fresh = runs(None, "kept.json"), runs(afresh, "fresh.json")
+    assert len(kept) == len(fresh) == 4 * len(answers)
+    own = {"trace_id", "started", "artifact_path", "measures"}
+    for a, b in zip(kept, fresh, strict=True):
+        assert a.model_dump(exclude=own) == b.model_dump(exclude=own)
+        assert a.measures.model_dump(exclude={"latency_s"}) == b.measures.model_dump(exclude={"latency_s"})
+    assert len({a.measures.latency_s for a in kept}) == len(kept)  # each attempt its own latency
+    assert {a.status for a in kept} == {"pass", "fail", "error"}  # kept outcomes of every kind reused

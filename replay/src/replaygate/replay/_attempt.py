@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from replaygate.instrumentation import TraceSummary, summarize_spans
 from replaygate.replay._artifacts import Artifact, ArtifactWriter
-from replaygate.replay._attempt_summary import AttemptSummaries
+from replaygate.replay._attempt_summary import AttemptSummaries, RootKey
 from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._deadlines import Deadlines
 from replaygate.replay._errors import TargetError
@@ -108,6 +108,31 @@ def _raised(root: AttemptSpan, exc: BaseException) -> str:
     return f"target raised {type(exc).__name__}: {exc}"
 
 
+#: How many scores of root-only attempts :class:`AttemptRunner` keeps per scenario (distinct answers).
+SCORES_KEPT = 8
+
+
+def _linear(check: Check) -> bool:
+    """Whether a check runs in bounded time whatever the deadline (no backtracking regex)."""
+    regex = getattr(check, "regex", None)
+    return regex is None or bool(regex.linear)
+
+
+@dataclass(eq=False)
+class _Split:
+    """A scenario as the runner scores it: checks on the last turn, checks by turn, scores already made.
+
+    ``scores`` (None: not kept for this scenario) maps (root key, answer, label) to an attempt scored
+    with the built-in scorer from a root-only trace: what a check, the label and the measures read of
+    such an attempt is the same for every attempt with that key, but for its latency.
+    """
+
+    scenario: Scenario
+    last: Scenario
+    by_turn: list[Check]
+    scores: dict[tuple[RootKey, str, str | None], Attempt] | None
+
+
 #: What a blocking call returns from its thread: the flight, the output or error, the latency.
 Returned = tuple[Flight, TargetOutput | None, str | None, float]
 
@@ -157,7 +182,7 @@ class AttemptRunner:
         self._clock = _Clock()
         self._deadlines = Deadlines(timeout_s)
         self._summaries = AttemptSummaries()
-        self._split: dict[int, tuple[Scenario, Scenario, list[Check]]] = {}
+        self._split: dict[int, _Split] = {}
         self._artifact_path = str(artifacts.path) if artifacts is not None and artifacts.usable else None
         # The built-in scorer awaits nothing for a scenario without judges: such attempts are scored at once
         # (:meth:`finish_now`) instead of in a task of their own.
@@ -186,15 +211,25 @@ class AttemptRunner:
         coro.close()
         raise RuntimeError(f"scoring {called.scenario.id}#{called.index} waited; score it in a task")
 
-    def _split_checks(self, scenario: Scenario) -> tuple[Scenario, list[Check]]:
+    def _split_checks(self, scenario: Scenario) -> _Split:
         held = self._split.get(id(scenario))
-        if held is None or held[0] is not scenario:
+        if held is None or held.scenario is not scenario:
             last, by_turn = split_turn_checks(scenario)
             if self.declares_no_llm and not declares_no_llm_calls(last.tags):
                 # The scorer reads the declaration where a scenario makes it: the target's applies to all.
                 last = last.model_copy(update={"tags": {**last.tags, LLM_CALLS_KEY: NO_LLM_CALLS}})
-            held = self._split[id(scenario)] = (scenario, last, by_turn)
-        return held[1], held[2]
+            # Scores are kept only where nothing but the answer, the label and the trace decides them: the
+            # built-in scorer, no judge, no follow-ups, no check by turn, and no check bounded by the
+            # attempt's deadline (a backtracking regex could time out on one attempt and not another).
+            keep = (
+                self._inline
+                and not scenario.judges
+                and scenario.followups is None
+                and not by_turn
+                and all(_linear(c) for c in last.checks)
+            )
+            held = self._split[id(scenario)] = _Split(scenario, last, by_turn, {} if keep else None)
+        return held
 
     def begin(self, scenario: Scenario, index: int) -> Flight:
         """Open one attempt: its root span (not yet current) and its start."""
@@ -313,15 +348,17 @@ class AttemptRunner:
         """Summarize the call's spans, score it, and hand its artifact to the writer."""
         scenario, index, output, error = called.scenario, called.index, called.output, called.error
         spans, latency_s, trace_id, started = called.spans, called.latency_s, called.trace_id, called.started
+        key: RootKey | None = None
         try:
-            summary = self._summaries(spans)
+            key = self._summaries.key(spans)
+            summary = self._summaries.summarize(spans, key)
         except Exception as exc:  # spans that cannot be read make an error, never a silent pass
             summary = summarize_spans([])
-            output, error = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}"
+            output, error, key = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}", None
         writer = self.artifacts
         path = self._artifact_path if writer is not None and writer.usable else None
         attempt = await self._score(
-            scenario, index, output, error, summary, latency_s, trace_id, started, path, spans
+            scenario, index, output, error, summary, latency_s, trace_id, started, path, spans, key
         )
         if writer is not None:
             writer.submit(
@@ -354,7 +391,24 @@ class AttemptRunner:
         started: str,
         artifact_path: str | None,
         spans: Sequence[Any] = (),
+        key: RootKey | None = None,
     ) -> Attempt:
+        split = self._split_checks(scenario)
+        scores = split.scores
+        memo: tuple[RootKey, str, str | None] | None = None
+        if scores is not None and key is not None and output is not None and not output.conversation:
+            memo = (key, output.answer, output.label)
+            kept = scores.get(memo)
+            if kept is not None:  # scored before: the same outcome, with this attempt's own values
+                return kept.model_copy(
+                    update={
+                        "index": index,
+                        "trace_id": trace_id,
+                        "started": started,
+                        "artifact_path": artifact_path,
+                        "measures": kept.measures.model_copy(update={"latency_s": latency_s}),
+                    }
+                )
         common: dict[str, Any] = {
             "scenario_id": scenario.id,
             "index": index,
@@ -371,7 +425,7 @@ class AttemptRunner:
                 measures=_error_measures(summary, latency_s, self._no_llm(scenario)),
                 **common,
             )
-        last_only, by_turn = self._split_checks(scenario)
+        last_only, by_turn = split.last, split.by_turn
         try:
             # Checks stop at the attempt's deadline (a backtracking-only regex is killed there: error).
             with check_deadline(time.monotonic() + max(self.timeout_s - latency_s, 0.0)):
@@ -394,7 +448,7 @@ class AttemptRunner:
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
             # already of the right class are not validated again, so this costs no more than
             # ``model_construct``.)
-            return Attempt(
+            attempt = Attempt(
                 status=status,
                 error=outcome.error,
                 answer=output.answer,
@@ -413,3 +467,6 @@ class AttemptRunner:
                 measures=_error_measures(summary, latency_s, self._no_llm(scenario)),
                 **common,
             )
+        if memo is not None and scores is not None and len(scores) < SCORES_KEPT:
+            scores[memo] = attempt
+        return attempt

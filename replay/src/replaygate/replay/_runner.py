@@ -9,9 +9,9 @@ judge that fails, make an ``error`` with the message, never a pass and never a s
 The options are one :class:`RunOptions` (given whole with ``options=`` or as keywords). A run is three
 steps: the plan (:func:`~replaygate.replay._run_plan.plan_run`: options checked, target loaded, journal
 opened or resumed), the loop (:class:`_Loop`: target calls in flight up to ``concurrency``; an attempt
-without judges is scored as soon as its call returns, one with judges in a task of its own; finished
-attempts handed to the journal and artifact threads once per turn of the event loop) and the finish
-(:func:`_finish_run`: the run file written, the journal removed).
+without judges is scored on the event loop once the calls ready to start have started, one with judges in
+a task of its own; finished attempts handed to the journal and artifact threads together, at most every
+:data:`HAND_OVER_S`) and the finish (:func:`_finish_run`: the run file written, the journal removed).
 """
 
 from __future__ import annotations
@@ -38,9 +38,13 @@ from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import CallableTarget, Target
 from replaygate.replay._threaded import ThreadedCalls
 
-__all__ = ["RESUME_FIELDS", "RunOptions", "Scorer", "run_suite", "run_suite_async"]
+__all__ = ["HAND_OVER_S", "RESUME_FIELDS", "RunOptions", "Scorer", "run_suite", "run_suite_async"]
 
 log = logging.getLogger("replaygate.replay")
+
+#: How long finished attempts gather before they go to the journal and artifact threads together
+#: (seconds): one wake-up of each thread for all of them. The journal's group commit waits longer.
+HAND_OVER_S = 0.01
 
 
 def _without_artifact(attempt: Attempt) -> Attempt:
@@ -90,6 +94,9 @@ class _Loop:
         )
         self.results: list[Attempt] = list(plan.done)
         self.finished_now: list[Attempt] = []
+        self.to_score: list[Called] = []  # calls returned, scored once the ready calls have started
+        self.failed: list[BaseException] = []  # what scoring outside a task raised (a bug): the run fails
+        self._hand_over: asyncio.TimerHandle | None = None
         self.journal_failed: list[RunFileError] = []
         self.threaded: ThreadedCalls | None = None
         self.failed_artifacts: set[tuple[str, int]] = set()
@@ -98,7 +105,8 @@ class _Loop:
         self.loop = asyncio.get_running_loop()
 
     def hand_over(self) -> None:
-        """Hand the attempts finished in one turn of the event loop to the journal and artifact threads."""
+        """Hand the attempts finished since the last hand-over to the journal and artifact threads."""
+        self._hand_over = None
         batch = self.finished_now[:]
         self.finished_now.clear()
         if self.artifacts is not None:
@@ -111,8 +119,8 @@ class _Loop:
                 self.threaded.fail(exc)
 
     def finished(self, attempt: Attempt) -> None:
-        if not self.finished_now:
-            self.loop.call_soon(self.hand_over)
+        if not self.finished_now and self._hand_over is None:
+            self._hand_over = self.loop.call_later(HAND_OVER_S, self.hand_over)
         self.finished_now.append(attempt)
         self.results.append(attempt)
         self.report(attempt)
@@ -121,6 +129,25 @@ class _Loop:
         async with self.scoring:
             attempt = await self.attempts.finish(called)
         self.finished(attempt)
+
+    def score_later(self, called: Called) -> None:
+        """Score a call without judges on the event loop's next turn (:meth:`score_waiting`).
+
+        Its worker meanwhile starts its next call, and so does every worker woken in the same turn:
+        the calls start first, the scoring is done while they wait.
+        """
+        if not self.to_score:
+            self.loop.call_soon(self.score_waiting)
+        self.to_score.append(called)
+
+    def score_waiting(self) -> None:
+        """Score the calls :meth:`score_later` kept (a failure fails the run: the workers raise it)."""
+        batch, self.to_score = self.to_score, []
+        try:
+            for called in batch:
+                self.finished(self.attempts.finish_now(called))
+        except BaseException as exc:  # noqa: BLE001 - a bug: the run fails with it, never drops or hangs
+            self.failed.append(exc)
 
     def score(self, group: asyncio.TaskGroup, called: Called) -> None:
         """Score a finished call: at once when nothing is awaited (no judges), else in a task."""
@@ -138,10 +165,14 @@ class _Loop:
         # is scored, so the event loop scores while targets wait instead of between their calls.
         todo, attempts = self.plan.todo, self.attempts
         while todo:
-            if self.journal_failed:
-                raise self.journal_failed[0]
+            if self.journal_failed or self.failed:
+                raise (self.journal_failed or self.failed)[0]
             scenario, index = todo.popleft()
-            self.score(group, await attempts.call(scenario, index))
+            called = await attempts.call(scenario, index)
+            if attempts.scores_at_once(called.scenario):
+                self.score_later(called)
+            else:
+                self.score(group, called)
 
     def write_header(self) -> None:
         self.plan.writer.write_header(self.plan.header())
@@ -174,11 +205,14 @@ class _Loop:
             raise failed.exceptions[0] from None
         finally:
             await self._close()
-        if self.journal_failed:
-            raise self.journal_failed[0]
+        if self.journal_failed or self.failed:
+            raise (self.journal_failed or self.failed)[0]
 
     async def _close(self) -> None:
         writer = self.plan.writer
+        self.score_waiting()  # the calls that returned last
+        if self._hand_over is not None:
+            self._hand_over.cancel()
         try:
             if writer.needs_header:  # stopped before the header was written: write it, --resume needs it
                 try:
