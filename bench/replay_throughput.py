@@ -1,7 +1,7 @@
 """Replay throughput: 200 scenarios x k=5 against a target that sleeps 20 ms, concurrency 50.
 
 Prints the wall time of a whole run (span capture, scoring with deterministic checks, journal with group
-commit, artifacts, run file) against the ideal ``attempts x 20 ms / concurrency``, for a sync target
+commit, artifacts, run file) against the ideal ``ceil(attempts / concurrency) x 20 ms``, for a sync target
 (called from the runner's own threads, one per slot of concurrency) and an async one, with artifacts
 (the default of ``replaygate run``: one JSON line per attempt in ``<run id>/artifacts.jsonl``) and
 without. Target: within 1.05x of the ideal (issue 19).
@@ -11,7 +11,9 @@ first round also pays warm-up). The process CPU per attempt is printed too: ever
 holds the GIL, so the ideal can only be approached while the work per attempt stays well under
 20 ms / concurrency (0.4 ms at 50); every millisecond a target thread waits for the GIL after its call
 is a millisecond its slot stands idle. A busy machine (other processes on the same cores, here a shared
-virtual machine) shows up in the wall time, not in the CPU time: compare runs made together.
+virtual machine) shows up in the wall time, not in the CPU time: compare runs made together. Each row also
+shows the most calls the target saw in flight at once (is the concurrency reached?) and the run's CPU
+against the ideal (a run whose CPU exceeds the ideal is CPU-bound: with the GIL it cannot beat its CPU).
 
 ``--cpu`` measures the CPU of one plain check-only attempt instead: 2,000 scenarios x k=5 against a
 target that returns at once (sync and async), whole runs with artifacts, printed as CPU per attempt
@@ -27,10 +29,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import math
 import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,13 +48,37 @@ TARGET_RATIO = 1.05
 CPU_TARGET_MS = 0.05
 
 
+class InFlight:
+    """The most target calls in flight at once (the targets count themselves in and out)."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = 0
+        self.lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.now -= 1
+
+
+in_flight = InFlight()
+
+
 def sync_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    in_flight.enter()
     time.sleep(_sleep_s[0])
+    in_flight.leave()
     return "Refunds up to $200 are issued within 5 days. " + turns[0]
 
 
 async def async_target(turns: list[str], context: dict[str, Any], config: dict[str, Any]) -> str:
+    in_flight.enter()
     await asyncio.sleep(_sleep_s[0])
+    in_flight.leave()
     return "Refunds up to $200 are issued within 5 days. " + turns[0]
 
 
@@ -141,7 +169,7 @@ def main() -> int:
     _sleep_s[0] = sleep_s = args.sleep_ms / 1000
     suite = scenarios(args.scenarios, args.k)
     attempts = args.scenarios * args.k
-    ideal = attempts * sleep_s / args.concurrency
+    ideal = math.ceil(attempts / args.concurrency) * sleep_s
     print(
         f"{args.scenarios} scenarios x k={args.k} = {attempts} attempts, "
         f"target sleeps {sleep_s * 1000:g} ms, concurrency {args.concurrency}: ideal {ideal:.3f}s"
@@ -159,6 +187,7 @@ def main() -> int:
         for rnd in range(args.rounds):  # interleaved rounds: the first one also pays warm-up
             for name, target, artifacts in variants:
                 out = Path(tmp) / f"{rnd}-{sum(map(len, ratios.values()))}-{artifacts}.json"
+                in_flight.peak = 0
                 t0, c0 = time.perf_counter(), time.process_time()
                 run = run_suite(
                     suite,
@@ -177,8 +206,10 @@ def main() -> int:
                 print(
                     f"round {rnd + 1} {name:28s} wall {wall:.3f}s  ideal {ideal:.3f}s  "
                     f"ratio {wall / ideal:.2f}x  "
-                    f"(process CPU {cpu:.2f}s = {cpu / attempts * 1000:.2f} ms/attempt)"
+                    f"(process CPU {cpu:.2f}s = {cpu / attempts * 1000:.3f} ms/attempt = {cpu / ideal:.2f}x "
+                    f"ideal; peak in flight {in_flight.peak}/{args.concurrency})"
                 )
+    print(f"machine load (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, values in ratios.items():
         median = statistics.median(values)
         verdict = "within" if median <= TARGET_RATIO else "OVER"

@@ -139,6 +139,8 @@ class _Loop:
         if not self.to_score:
             self.loop.call_soon(self.score_waiting)
         self.to_score.append(called)
+        if len(self.to_score) > self.plan.options.concurrency:  # a worker whose calls never wait
+            self.score_waiting()
 
     def score_waiting(self) -> None:
         """Score the calls :meth:`score_later` kept (a failure fails the run: the workers raise it)."""
