@@ -13,8 +13,10 @@ are kept (:mod:`._integrity` checks the plan and the journal on them).
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -218,19 +220,35 @@ class RunData:
         return self.head.model_copy(update={"attempts": list(self.judged)})
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (reading makes no cycles, and every pass would walk the data)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_run_data(path: str | os.PathLike[str]) -> RunData:
     """Read a run file into :class:`RunData` without keeping its attempts (errors as :func:`load_run`).
+
+    The cyclic garbage collector is paused while the file is read (what is read holds no cycle; its
+    passes would only walk the growing data again and again).
 
     Raises:
         RunFileError: the file is missing, unreadable, invalid or edited (the message :func:`load_run`
             gives).
     """
-    reducer = _Reducer(())  # the header is read first, but handed back last: ids are shared as seen
-    head = scan_run(path, reducer)
-    if head is None:
-        return RunData.of(load_run(path))
-    assert head.attempts_digest is not None  # scan_run checked the attempts against it
-    return reducer.data(head, head.attempts_digest)
+    with _collector_paused():
+        reducer = _Reducer(())  # the header is read first, but handed back last: ids shared as seen
+        head = scan_run(path, reducer)
+        if head is None:
+            return RunData.of(load_run(path))
+        assert head.attempts_digest is not None  # scan_run checked the attempts against it
+        return reducer.data(head, head.attempts_digest)
 
 
 def as_run_data(run: RunFile | RunData) -> RunData:
