@@ -131,7 +131,7 @@ def test_a_recomputed_digest_still_leaves_the_edit_to_integrity(tmp_path: Path) 
     run = RunFile.model_validate(raw)
     edited = save_run(run, tmp_path / "dup.json")
     data = load_run_data(edited)
-    assert len(data.keys) == len(run.attempts)
+    assert len(list(data.keys)) == len(run.attempts)
     with pytest.raises(Exception, match="appears more than once") as read:
         verify_run(data, "candidate")
     with pytest.raises(Exception, match="appears more than once") as whole:
