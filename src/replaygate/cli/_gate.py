@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay import RunFile, load_run
+from replaygate.replay import RunFile
 
 from replaygate import gate as gate_api  # DecisionStore (SQLAlchemy) loads on first use: gate needs none
 from replaygate.cli._options import baseline_2_option, by_option, echo_json, json_option, store_option
@@ -89,8 +89,8 @@ def compare_cmd(
     """Compare two runs of the same suite: scenario by scenario, by category and overall."""
     policy = load_policy(policy_path) if policy_path else Policy()
     noise_run = baseline_2
-    noise = load_run(noise_run) if noise_run else None
-    base, head = load_run(base_run), load_run(head_run)
+    noise = load_run_data(noise_run) if noise_run else None
+    base, head = load_run_data(base_run), load_run_data(head_run)
     runs = [("baseline", base), ("candidate", head)] + ([("second baseline", noise)] if noise else [])
     verify_runs(runs, (base_run, head_run, noise_run))  # the plan each run records, as the gate does
     c = compare_runs(base, head, noise, policy, paths=(base_run, head_run, noise_run))
