@@ -28,6 +28,8 @@ Calibration: ``simulate_gate(heterogeneous_suite(30, k=5, rng=rng), policy, rng)
 and a candidate of a simulated suite and gates them with these same rules (``bench/gate_calibration.py``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from replaygate.gate._calibration import SimulatedSuite, heterogeneous_suite, simulate_gate, synthetic_run
 from replaygate.gate._compare import check_comparable, compare_runs
 from replaygate.gate._comparison_model import (
@@ -60,7 +62,20 @@ from replaygate.gate._policy import (
 from replaygate.gate._rules import check_policy_against_runs, evaluate_gate, gate_runs
 from replaygate.gate._run_data import RunData, load_run_data
 from replaygate.gate._signing import DECISION_OUTCOMES, check_signable, unread_scenarios
-from replaygate.gate._store import DecisionStore, Review, SignedDecision, resolve_store_url
+
+if TYPE_CHECKING:
+    from replaygate.gate._store import DecisionStore, Review, SignedDecision, resolve_store_url
+
+_LAZY = {"DecisionStore", "Review", "SignedDecision", "resolve_store_url"}  # the store imports SQLAlchemy
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from replaygate.gate import _store
+
+        return getattr(_store, name)
+    raise AttributeError(f"module 'replaygate.gate' has no attribute {name!r}")
+
 
 __all__ = [
     "COMPARISON_FORMAT_VERSION",

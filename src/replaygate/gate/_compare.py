@@ -151,7 +151,7 @@ class _Side:
 
     def rows(self, sid: str) -> list[MeasuredAttempt]:
         """The status and measures of each attempt of ``sid`` (in index order)."""
-        return self.run.scenarios.get(sid, _NONE).rows
+        return self.run.rows(sid)
 
     def measured(self, sid: str) -> list[MeasuredAttempt]:
         """The attempts of ``sid`` that were measured (none when the run lacks the scenario)."""

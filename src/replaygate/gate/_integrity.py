@@ -112,19 +112,25 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
             "left to compare, so the gate cannot pass it; un-quarantine scenarios or add some"
         )
     entries = {e.id: e for e in run.scenarios}
-    seen: Counter[tuple[str, int]] = Counter()
-    for sid, index in data.keys:
+    seen: set[tuple[str, int]] = set()
+    twice_seen: set[tuple[str, int]] = set()
+    for key in data.keys:
+        sid, index = key
         entry = entries.get(sid)
         if entry is None:
             raise refuse(f"attempt {sid}#{index} is of a scenario the run does not list")
         if not 0 <= index < entry.repeats:
             raise refuse(f"attempt {sid}#{index} is outside 0..{entry.repeats - 1}")
-        seen[(sid, index)] += 1
-    dup = [f"{s}#{i}" for (s, i), n in sorted(seen.items()) if n > 1]
+        if key in seen:
+            twice_seen.add(key)
+        else:
+            seen.add(key)
+    dup = [f"{s}#{i}" for s, i in sorted(twice_seen)]
     if dup:
         raise refuse(f"attempt {_few(dup)} appears more than once")
-    missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
-    if missing:
+    # every key seen is a planned one (checked above): as many as planned means none is missing
+    if len(seen) != sum(e.repeats for e in run.scenarios):
+        missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
         raise refuse(f"attempt {_few(missing)} is missing (resume the run: replaygate run --resume)")
     digest = data.digest
     if run.attempts_digest is not None and run.attempts_digest != digest:

@@ -13,8 +13,11 @@ are kept (:mod:`._integrity` checks the plan and the journal on them).
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -67,7 +70,53 @@ class ScenarioData:
     failure_details: list[str] = field(default_factory=list)  # distinct, first 5
     sample_answer: str | None = None
     metrics: dict[str, list[float]] = field(default_factory=dict)  # judge and retrieval scores
-    rows: list[MeasuredAttempt] = field(default_factory=list)  # every attempt's status and measures
+    positions: list[int] = field(default_factory=list)  # each attempt's place in the run, index order
+
+
+_STATUSES = ("pass", "fail", "error")
+_CODE = {status: code for code, status in enumerate(_STATUSES)}
+
+
+class _Columns:
+    """Each attempt's status and guardrail measures, in file order, as arrays (not one object each)."""
+
+    def __init__(self) -> None:
+        self.status = bytearray()
+        self.latency = array("d")
+        self.cost = array("d")
+        self.tokens_in = array("q")
+        self.tokens_out = array("q")
+        self.llm_calls = array("q")
+        self.flags = bytearray()  # bit 0 escalated, 1 empty; 2, 3, 4, 5: cost, in, out, calls known
+
+    def add(self, status: str, m: Measures) -> None:
+        self.status.append(_CODE[status])
+        self.latency.append(m.latency_s)
+        self.cost.append(m.cost_usd if m.cost_usd is not None else 0.0)
+        self.tokens_in.append(m.input_tokens if m.input_tokens is not None else 0)
+        self.tokens_out.append(m.output_tokens if m.output_tokens is not None else 0)
+        self.llm_calls.append(m.llm_calls if m.llm_calls is not None else 0)
+        self.flags.append(
+            m.escalated
+            | m.empty << 1
+            | (m.cost_usd is not None) << 2
+            | (m.input_tokens is not None) << 3
+            | (m.output_tokens is not None) << 4
+            | (m.llm_calls is not None) << 5
+        )
+
+    def row(self, i: int) -> MeasuredAttempt:
+        f = self.flags[i]
+        measures = AttemptMeasures(
+            self.latency[i],
+            self.tokens_in[i] if f & 8 else None,
+            self.tokens_out[i] if f & 16 else None,
+            self.cost[i] if f & 4 else None,
+            bool(f & 1),
+            bool(f & 2),
+            self.llm_calls[i] if f & 32 else None,
+        )
+        return MeasuredAttempt(_STATUSES[self.status[i]], measures)
 
 
 def _details(a: Attempt) -> list[str]:
@@ -87,7 +136,7 @@ def _scores(a: Attempt) -> list[tuple[str, float]]:
 class _Gather:
     """One scenario's attempts as they arrive (any order), reduced to :class:`ScenarioData` at the end."""
 
-    __slots__ = ("errors", "failing", "fail_answer", "answer", "scored", "rows")
+    __slots__ = ("errors", "failing", "fail_answer", "answer", "scored", "rows", "passed", "failed")
 
     def __init__(self) -> None:
         self.errors: list[tuple[int, str]] = []
@@ -95,14 +144,14 @@ class _Gather:
         self.fail_answer: tuple[int, str] | None = None
         self.answer: tuple[int, str] | None = None
         self.scored: list[tuple[int, list[tuple[str, float]]]] = []
-        self.rows: list[tuple[int, MeasuredAttempt]] = []
+        self.rows: list[tuple[int, int]] = []  # (index, place in the run)
+        self.passed = self.failed = 0
 
-    def add(self, a: Attempt) -> None:
-        i, m = a.index, a.measures
-        measures = AttemptMeasures(
-            m.latency_s, m.input_tokens, m.output_tokens, m.cost_usd, m.escalated, m.empty, m.llm_calls
-        )
-        self.rows.append((i, MeasuredAttempt(a.status, measures)))
+    def add(self, a: Attempt, position: int) -> None:
+        i = a.index
+        self.rows.append((i, position))
+        self.passed += a.status == "pass"
+        self.failed += a.status == "fail"
         if a.answer is not None:  # the first in index order (file order among equal indexes)
             answer = (i, a.answer[:_ANSWER_CAP])
             if self.answer is None or i < self.answer[0]:
@@ -121,8 +170,6 @@ class _Gather:
             return row[0]
 
         rows = [r for _, r in sorted(self.rows, key=key)]
-        passed = sum(r.status == "pass" for r in rows)
-        failed = sum(r.status == "fail" for r in rows)
         errors = [m for _, m in sorted(self.errors, key=key)]
         details = [d for _, ds in sorted(self.failing, key=key) for d in ds]
         metrics: dict[str, list[float]] = {}
@@ -132,14 +179,14 @@ class _Gather:
         sample = self.fail_answer or self.answer
         return ScenarioData(
             attempts=len(rows),
-            passed=passed,
-            failed=failed,
+            passed=self.passed,
+            failed=self.failed,
             errors=len(errors),
             error_messages=list(dict.fromkeys(errors))[:3],
             failure_details=list(dict.fromkeys(details))[:5],
             sample_answer=sample[1] if sample is not None else None,
             metrics=metrics,
-            rows=rows,
+            positions=rows,
         )
 
 
@@ -148,19 +195,24 @@ class _Reducer:
 
     def __init__(self, ids: Iterable[str]) -> None:
         self.ids = {i: i for i in ids}  # one string per scenario id, shared by every key
-        self.keys: list[tuple[str, int]] = []
-        self.digests: list[str] = []
+        self.sids: list[str] = []
+        self.indexes = array("q")
+        self.digests = bytearray()  # 32 bytes each
+        self.columns = _Columns()
         self.gathered: dict[str, _Gather] = {}
         self.judged: list[Attempt] = []
 
     def __call__(self, a: Attempt, digest: str) -> None:
         sid = self.ids.setdefault(a.scenario_id, a.scenario_id)
-        self.keys.append((sid, a.index))
-        self.digests.append(digest)
+        position = len(self.sids)
+        self.sids.append(sid)
+        self.indexes.append(a.index)
+        self.digests += bytes.fromhex(digest)
+        self.columns.add(a.status, a.measures)
         g = self.gathered.get(sid)
         if g is None:
             g = self.gathered[sid] = _Gather()
-        g.add(a)
+        g.add(a, position)
         if a.judges:
             self.judged.append(
                 Attempt.model_construct(
@@ -174,25 +226,44 @@ class _Reducer:
 
     def data(self, head: RunFile, digest: str) -> RunData:
         per = {sid: g.done() for sid, g in self.gathered.items()}
-        return RunData(head, self.keys, self.digests, digest, per, self.judged)
+        return RunData(head, self.sids, self.indexes, self.digests, digest, per, self.columns, self.judged)
 
 
 @dataclass(frozen=True)
 class RunData:
     """A run as the gate reads it: the run without its attempts (``head``) and their reduction.
 
-    ``keys`` and ``digests`` are each attempt's (scenario id, index) and :func:`attempt_digest`, in
-    file order; ``digest`` is the attempts' digest (recomputed; for a run file, checked against the
-    recorded one when read); ``scenarios`` the per-scenario data of every scenario with attempts;
-    ``judged`` the attempts with judge verdicts, reduced to those (what judge agreement reads).
+    :attr:`keys` and :attr:`digests` are each attempt's (scenario id, index) and
+    :func:`attempt_digest`, in file order; ``digest`` is the attempts' digest (recomputed; for a run
+    file, checked against the recorded one when read); ``scenarios`` the per-scenario data of every
+    scenario with attempts; ``judged`` the attempts with judge verdicts, reduced to those (what judge
+    agreement reads).
     """
 
     head: RunFile
-    keys: list[tuple[str, int]]
-    digests: list[str]
+    sids: list[str]
+    indexes: array[int]
+    raw_digests: bytearray
     digest: str
     scenarios: dict[str, ScenarioData]
+    columns: _Columns
     judged: list[Attempt]
+
+    @property
+    def keys(self) -> Iterator[tuple[str, int]]:
+        """Each attempt's (scenario id, index), in file order."""
+        return zip(self.sids, self.indexes, strict=True)
+
+    @property
+    def digests(self) -> list[str]:
+        """Each attempt's :func:`attempt_digest`, in file order."""
+        raw = self.raw_digests
+        return [raw[i : i + 32].hex() for i in range(0, len(raw), 32)]
+
+    def rows(self, sid: str) -> list[MeasuredAttempt]:
+        """The status and measures of each attempt of ``sid``, in index order (none without attempts)."""
+        data = self.scenarios.get(sid)
+        return [self.columns.row(i) for i in data.positions] if data is not None else []
 
     @property
     def run_id(self) -> str:
@@ -208,29 +279,46 @@ class RunData:
     def of(cls, run: RunFile) -> RunData:
         """Reduce a run in memory (its digests computed, as ``digest_of`` does)."""
         reducer = _Reducer(e.id for e in run.scenarios)
-        for a in run.attempts:
-            reducer(a, attempt_digest(a))
+        digests = [attempt_digest(a) for a in run.attempts]
+        for a, digest in zip(run.attempts, digests, strict=True):
+            reducer(a, digest)
         head = run.model_copy(update={"attempts": []})
-        return reducer.data(head, attempts_digest(reducer.digests))
+        return reducer.data(head, attempts_digest(digests))
 
     def judged_run(self) -> RunFile:
         """The run with only its judged attempts, each with only its status and verdicts."""
         return self.head.model_copy(update={"attempts": list(self.judged)})
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (reading makes no cycles, and every pass would walk the data)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_run_data(path: str | os.PathLike[str]) -> RunData:
     """Read a run file into :class:`RunData` without keeping its attempts (errors as :func:`load_run`).
+
+    The cyclic garbage collector is paused while the file is read (what is read holds no cycle; its
+    passes would only walk the growing data again and again).
 
     Raises:
         RunFileError: the file is missing, unreadable, invalid or edited (the message :func:`load_run`
             gives).
     """
-    reducer = _Reducer(())  # the header is read first, but handed back last: ids are shared as seen
-    head = scan_run(path, reducer)
-    if head is None:
-        return RunData.of(load_run(path))
-    assert head.attempts_digest is not None  # scan_run checked the attempts against it
-    return reducer.data(head, head.attempts_digest)
+    with _collector_paused():
+        reducer = _Reducer(())  # the header is read first, but handed back last: ids shared as seen
+        head = scan_run(path, reducer)
+        if head is None:
+            return RunData.of(load_run(path))
+        assert head.attempts_digest is not None  # scan_run checked the attempts against it
+        return reducer.data(head, head.attempts_digest)
 
 
 def as_run_data(run: RunFile | RunData) -> RunData:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from replaygate.stats._head_draws import HeadDraws
 from replaygate.stats._permutation import Counts, paired_permutation_test
 from replaygate.stats._scipy import scipy_stats
 
@@ -77,39 +78,46 @@ def minimum_detectable_drop(
     # the simulated head outcomes fall monotonically as the drop grows and a bisection over drops is sound.
     k_max = int(n.max())
     invalid = np.arange(k_max)[None, :] >= n[:, None]  # (S, k_max): attempts a scenario does not have
+    ragged = bool(invalid.any())
     xb = np.zeros((n_sims, p.size), dtype=np.int64)
     for start in range(0, n_sims, _SIM_CHUNK):  # the same stream as one (n_sims, S, k_max) draw
         u = rng.random((min(_SIM_CHUNK, n_sims - start), p.size, k_max))
-        xb[start : start + u.shape[0]] = ((u < p[None, :, None]) & ~invalid).sum(axis=2)
-    # The head's uniforms, attempt-major (k_max, n_sims, S) so a count is k_max flat comparisons; the
-    # attempts a scenario lacks hold 2.0, which no rate reaches.
-    u_head = np.empty((k_max, n_sims, p.size))
-    for start in range(0, n_sims, _SIM_CHUNK):
-        u = rng.random((min(_SIM_CHUNK, n_sims - start), p.size, k_max))
-        u[:, invalid] = 2.0
-        u_head[:, start : start + u.shape[0], :] = u.transpose(2, 0, 1)
-        del u
+        below = u < p[None, :, None]
+        if ragged:
+            below &= ~invalid
+        xb[start : start + u.shape[0]] = below.sum(axis=2)
+    # The head's uniforms, the next of the same stream, kept in 4 bytes each and compared exactly
+    head = HeadDraws(rng, n_sims, p.size, k_max, ~invalid if ragged else None, _SIM_CHUNK)
     half_step = 1.0 / (p.size * k_max)
     z_crit = float(scipy_stats().norm.isf(alpha / 2))
+    # what does not depend on the drop, computed once (the same values, so the same power)
+    xb_rate = xb / n
+    big_n = 2 * n
+    spread = big_n - n
+    denominator = np.maximum(big_n - 1, 1)
+    weight = (2.0 / n) ** 2
+    count_type = np.int8 if k_max < 128 else np.int64  # counts of at most k_max
 
     def power_at(drop: float) -> float:
         q = np.clip(p * (1.0 - drop / mean), 0.0, 1.0)
-        xh = np.zeros((n_sims, p.size), dtype=np.int64)
-        for column in u_head:
-            xh += column < q
-        delta = (xh / n - xb / n).mean(axis=1)
-        total = xb + xh
-        big_n = 2 * n
-        frac = total / big_n
-        var_x = n * frac * (1 - frac) * (big_n - n) / np.maximum(big_n - 1, 1)
-        sd = np.sqrt(((2.0 / n) ** 2 * var_x).sum(axis=1)) / p.size
-        # continuity correction: the permutation distribution lives on a lattice of step 2 / (n S), and
-        # without half a step off |delta| the normal tail overstates the power of small suites
-        magnitude = np.maximum(np.abs(delta) - half_step, 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(sd > 0, magnitude / sd, np.where(magnitude > 0, np.inf, 0.0))
-        # 2 * norm.sf(z) < alpha, without computing the p-values
-        return float(((z > z_crit) & (delta < -beyond - 1e-12)).mean())
+        xh_all = head.counts(q, count_type)
+        detected = 0
+        for start in range(0, n_sims, _SIM_CHUNK):  # row by row as one array would (bounded temporaries)
+            rows = slice(start, start + _SIM_CHUNK)
+            xh = xh_all[rows]
+            delta = (xh / n - xb_rate[rows]).mean(axis=1)
+            total = xb[rows] + xh
+            frac = total / big_n
+            var_x = n * frac * (1 - frac) * spread / denominator
+            sd = np.sqrt((weight * var_x).sum(axis=1)) / p.size
+            # continuity correction: the permutation distribution lives on a lattice of step 2 / (n S),
+            # and without half a step off |delta| the normal tail overstates the power of small suites
+            magnitude = np.maximum(np.abs(delta) - half_step, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z = np.where(sd > 0, magnitude / sd, np.where(magnitude > 0, np.inf, 0.0))
+            # 2 * norm.sf(z) < alpha, without computing the p-values
+            detected += int(((z > z_crit) & (delta < -beyond - 1e-12)).sum())
+        return detected / n_sims
 
     if power_at(float(drops[-1])) < power:
         return None

@@ -19,7 +19,9 @@ Each attempt's own spans are captured in-process and scored; an attempt is ``pas
 journaled beside the run file (``<out>.journal``, fsynced in groups; removed once the run file is saved)
 and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
-combines them. Progress is a bar in a terminal and plain lines otherwise (:class:`ProgressLines`).
+combines them. :func:`load_run` reads a run file whole; :func:`scan_run` validates it one attempt at a
+time for readers that keep a summary (the gate). Progress is a bar in a terminal and plain lines
+otherwise (:class:`ProgressLines`).
 :func:`summarize_attempts` builds the run's typed :class:`RunSummary` (``RunFile.summary``: counts,
 errors first, attribution, and the guardrails of :func:`guardrail_measures`); :func:`summary_lines`
 prints it. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and

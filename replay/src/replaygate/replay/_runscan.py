@@ -66,16 +66,16 @@ def scan_run(path: str | os.PathLike[str], visit: Callable[[Attempt, str], None]
         return None
     if not all(json_depth_ok(value, MAX_DEPTH - depth) for value, depth in _free_form(head)):
         return None
-    lines = text[at + len(_ATTEMPTS_OPEN) : len(text) - len(_CLOSE)].split("\n")
-    del text
-    last = len(lines) - 1
     digests: list[str] = []
-    for number, line in enumerate(lines):
-        if not line.startswith(_INDENT):
+    start, end = at + len(_ATTEMPTS_OPEN), len(text) - len(_CLOSE)
+    while start <= end:  # one line at a time: the file's text is the only copy of it in memory
+        stop = text.find("\n", start, end)
+        last = stop < 0
+        line = text[start : end if last else stop]
+        start = end + 1 if last else stop + 1
+        if not line.startswith(_INDENT) or (not last and not line.endswith(",")):
             return None
-        body = line[len(_INDENT) : -1] if number < last and line.endswith(",") else line[len(_INDENT) :]
-        if number < last and len(body) == len(line) - len(_INDENT):
-            return None  # a line before the last without its comma
+        body = line[len(_INDENT) :] if last else line[len(_INDENT) : -1]
         try:
             attempt = Attempt.model_validate_json(body)
         except ValidationError:
