@@ -81,23 +81,31 @@ def make_decision(
     """A signed gate decision for the support agent's candidate (``replaygate.gate.SignedDecision``)."""
     from replaygate.gate import SignedDecision
 
-    return SignedDecision(
-        id=decision_id,
-        report_id=report_id,
-        outcome=outcome,  # type: ignore[arg-type]
-        signed_by="ana",
-        reason=reason,
-        signed_at=datetime(2026, 11, 29, tzinfo=UTC),
-        baseline_fingerprint={
-            "agent_config_hash": "h-base",
-            "declared_versions": {"config_id": "production"},
-        },
-        candidate_fingerprint={
-            "agent_config_hash": "h-cand",
-            "declared_versions": {"config_id": "candidate-fixed"},
-        },
-        candidate_target="examples.support_agent:target",
-        candidate_config_id="candidate-fixed",
+    def fingerprint(config_hash: str, config_id: str) -> dict[str, Any]:
+        return {
+            "agent_config_hash": config_hash,
+            "declared_versions": {"config_id": config_id},
+            "target": "examples.support_agent:target",
+            "replaygate_version": "0.1.0",
+            "suite_hash": "sha256:suite",
+            "k": 5,
+            "seed": 0,
+            "date": "2026-11-29T00:00:00Z",
+        }
+
+    return SignedDecision.model_validate(
+        {
+            "id": decision_id,
+            "report_id": report_id,
+            "outcome": outcome,
+            "signed_by": "ana",
+            "reason": reason,
+            "signed_at": datetime(2026, 11, 29, tzinfo=UTC),
+            "baseline_fingerprint": fingerprint("h-base", "production"),
+            "candidate_fingerprint": fingerprint("h-cand", "candidate-fixed"),
+            "candidate_target": "examples.support_agent:target",
+            "candidate_config_id": "candidate-fixed",
+        }
     )
 
 
