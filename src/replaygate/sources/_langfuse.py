@@ -40,7 +40,15 @@ from replaygate.instrumentation import TraceRecord
 
 from replaygate.sources._errors import SourceError
 from replaygate.sources._paging import cursor_pages
-from replaygate.sources._records import FeedbackItem, build_record, iso_to_ns, rebuild_span, unique_prefix
+from replaygate.sources._records import (
+    NEGATIVE_LABELS,
+    OWN_PREFIX,
+    FeedbackItem,
+    build_record,
+    iso_to_ns,
+    rebuild_span,
+    unique_prefix,
+)
 
 __all__ = [
     "LANGFUSE_DEFAULT_HOST",
@@ -52,10 +60,7 @@ __all__ = [
 ]
 
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"
-OWN_PREFIX = "replaygate."
-NEGATIVE_CATEGORIES = frozenset(
-    {"negative", "thumbs-down", "thumbs_down", "bad", "incorrect", "unhelpful", "wrong"}
-)
+NEGATIVE_CATEGORIES = NEGATIVE_LABELS
 _FIELDS = "core,basic,time,io,metadata,model,usage,trace_context"
 _EXPAND = "attributes,resourceAttributes"
 _PAGE = 1000

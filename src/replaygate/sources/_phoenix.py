@@ -28,6 +28,8 @@ from replaygate.sources._errors import SourceError
 from replaygate.sources._http import JsonClient
 from replaygate.sources._paging import cursor_pages
 from replaygate.sources._records import (
+    NEGATIVE_LABELS,
+    OWN_PREFIX,
     FeedbackItem,
     build_record,
     iso_to_ns,
@@ -49,10 +51,6 @@ __all__ = [
 PHOENIX_ENDPOINT_ENV = "PHOENIX_COLLECTOR_ENDPOINT"
 PHOENIX_API_KEY_ENV = "PHOENIX_API_KEY"
 PHOENIX_PROJECT_ENV = "PHOENIX_PROJECT_NAME"
-NEGATIVE_LABELS = frozenset(
-    {"negative", "thumbs-down", "thumbs_down", "bad", "incorrect", "unhelpful", "wrong"}
-)
-OWN_PREFIX = "replaygate."
 _PAGE = 100
 _BATCH = 50  # trace ids per span / annotation request
 MAX_SCAN = 5000  # traces read at most when looking for failures
