@@ -27,18 +27,31 @@ from _pg import postgres  # noqa: E402
 def _decision():  # type: ignore[no-untyped-def]
     from replaygate.gate import SignedDecision
 
-    fp = {"declared_versions": {"config_id": "base"}}
-    return SignedDecision(
-        id="dec-bench",
-        report_id="r",
-        outcome="pass",
-        signed_by="bench",
-        reason="bench",
-        signed_at=datetime.now(UTC),
-        baseline_fingerprint=fp,
-        candidate_fingerprint={"declared_versions": {"config_id": "cand"}},
-        candidate_target="t",
-        candidate_config_id="cand",
+    def fp(config_id: str):  # type: ignore[no-untyped-def]
+        return {
+            "agent_config_hash": f"h-{config_id}",
+            "declared_versions": {"config_id": config_id},
+            "target": "t",
+            "replaygate_version": "0",
+            "suite_hash": "sha256:bench",
+            "k": 1,
+            "seed": 0,
+            "date": "2026-01-01T00:00:00Z",
+        }
+
+    return SignedDecision.model_validate(
+        {
+            "id": "dec-bench",
+            "report_id": "r",
+            "outcome": "pass",
+            "signed_by": "bench",
+            "reason": "bench",
+            "signed_at": datetime.now(UTC),
+            "baseline_fingerprint": fp("base"),
+            "candidate_fingerprint": fp("cand"),
+            "candidate_target": "t",
+            "candidate_config_id": "cand",
+        }
     )
 
 

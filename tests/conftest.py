@@ -8,7 +8,9 @@ Without the PostgreSQL binaries the PostgreSQL cases fail (``.ci/run`` installs 
 Helpers the parts' tests share (``from tests.conftest import ...``): ``free_port()`` (a loopback port
 nobody listens on), ``run_main(argv)`` (``replaygate ARGV`` in-process: its exit code), ``invoke_cli(*args)``
 (the command line in a ``CliRunner``),
-``make_decision(...)`` and ``FakeDecisions`` (signed gate decisions for the canary and the page).
+``make_decision(...)`` and ``FakeDecisions`` (signed gate decisions for the canary and the page),
+``make_scenario(sid, **fields)`` (a valid scenario: one turn ``q <sid>``, 2 repeats, a ``contains ok``
+check, unless ``fields`` say otherwise).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,23 +83,50 @@ def make_decision(
     """A signed gate decision for the support agent's candidate (``replaygate.gate.SignedDecision``)."""
     from replaygate.gate import SignedDecision
 
-    return SignedDecision(
-        id=decision_id,
-        report_id=report_id,
-        outcome=outcome,  # type: ignore[arg-type]
-        signed_by="ana",
-        reason=reason,
-        signed_at=datetime(2026, 11, 29, tzinfo=UTC),
-        baseline_fingerprint={
-            "agent_config_hash": "h-base",
-            "declared_versions": {"config_id": "production"},
-        },
-        candidate_fingerprint={
-            "agent_config_hash": "h-cand",
-            "declared_versions": {"config_id": "candidate-fixed"},
-        },
-        candidate_target="examples.support_agent:target",
-        candidate_config_id="candidate-fixed",
+    def fingerprint(config_hash: str, config_id: str) -> dict[str, Any]:
+        return {
+            "agent_config_hash": config_hash,
+            "declared_versions": {"config_id": config_id},
+            "target": "examples.support_agent:target",
+            "replaygate_version": "0.1.0",
+            "suite_hash": "sha256:suite",
+            "k": 5,
+            "seed": 0,
+            "date": "2026-11-29T00:00:00Z",
+        }
+
+    return SignedDecision.model_validate(
+        {
+            "id": decision_id,
+            "report_id": report_id,
+            "outcome": outcome,
+            "signed_by": "ana",
+            "reason": reason,
+            "signed_at": datetime(2026, 11, 29, tzinfo=UTC),
+            "baseline_fingerprint": fingerprint("h-base", "production"),
+            "candidate_fingerprint": fingerprint("h-cand", "candidate-fixed"),
+            "candidate_target": "examples.support_agent:target",
+            "candidate_config_id": "candidate-fixed",
+        }
+    )
+
+
+def make_scenario(sid: str, **fields: Any) -> Any:
+    """A valid ``replaygate.replay.Scenario`` named ``sid``; ``fields`` replace or add any field."""
+    from replaygate.replay import Scenario
+
+    return Scenario.model_validate(
+        {
+            "id": sid,
+            "title": sid,
+            "owner": "qa",
+            "origin": "original-eval",
+            "added": date(2026, 11, 29),
+            "turns": [f"q {sid}"],
+            "repeats": 2,
+            "checks": [{"type": "contains", "values": ["ok"]}],
+            **fields,
+        }
     )
 
 

@@ -35,7 +35,7 @@ def test_sign_refused_until_every_newly_failing_scenario_is_read(f, store) -> No
         store.sign(report, signed_by="ana", outcome="pass", reason="looks fine")
     d = store.sign(report, signed_by="ana", outcome="pass-with-sign-off", reason="accepted the drop")
     assert d.outcome == "pass-with-sign-off" and d.signed_by == "ana"
-    assert d.baseline_fingerprint["suite_hash"] == report.comparison.suite_hash
+    assert d.baseline_fingerprint.suite_hash == report.comparison.suite_hash
     assert d.candidate_config_id == "cfg-h" and d.candidate_target == "examples.agent:respond"
     again = store.sign(report, signed_by="ana", outcome="pass-with-sign-off", reason="accepted the drop")
     assert again.id == d.id
@@ -72,3 +72,49 @@ def test_an_edited_report_cannot_be_signed(f, store) -> None:
     with pytest.raises(DecisionError, match="edited"):
         store.sign(forged, signed_by="mallory", outcome="pass", reason="trust me")
     assert store.list_decisions() == []
+
+
+def test_typed_fingerprints_keep_the_json_and_old_reports_and_decisions_verify(f, store, tmp_path) -> None:
+    """Reports and decisions written while fingerprints were dicts still load, verify and sign (issue 16)."""
+    import json
+    import sqlite3
+
+    from replaygate.replay import Fingerprint
+
+    from replaygate.gate._signing import verify_report
+    from replaygate.report import load_report
+
+    base, head = f.run(f.BASE, run_id="b"), f.run(f.HEAD, run_id="h")
+    report = gate_runs(Policy(), base, head)
+    assert isinstance(report.comparison.baseline.fingerprint, Fingerprint)
+    doc = report.model_dump(mode="json")
+    # on disk, exactly the dict the untyped RunRef held: the run's fingerprint as the run file has it
+    assert doc["comparison"]["baseline"]["fingerprint"] == base.fingerprint.model_dump(mode="json")
+    assert doc["comparison"]["candidate"]["fingerprint"] == head.fingerprint.model_dump(mode="json")
+    for side in ("baseline", "candidate"):  # a report from before judge specs were recorded
+        del doc["comparison"][side]["fingerprint"]["judges"]
+        del doc["comparison"][side]["fingerprint"]["simulator"]
+    (tmp_path / "report.json").write_text(json.dumps(doc))
+    old = load_report(tmp_path / "report.json")
+    verify_report(old)  # its outcome still follows from its comparison
+    assert old.comparison.candidate.fingerprint.judges is None
+    for sid in old.newly_failing:
+        store.add_review(old, sid, "ana", "read")
+    d = store.sign(old, signed_by="ana", outcome="block", reason="not yet")
+    assert d.candidate_fingerprint == old.comparison.candidate.fingerprint
+    assert d.candidate_target == head.fingerprint.target
+    assert d.candidate_config_id == head.fingerprint.config_id()
+    # the decision row as an older replaygate stored it (a plain dict without the later keys) still reads
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        (stored,) = db.execute(
+            "SELECT candidate_fingerprint FROM gate_decisions WHERE id = ?", (d.id,)
+        ).fetchone()
+        raw = json.loads(stored)
+        assert raw == {k: v for k, v in head.fingerprint.model_dump(mode="json").items() if k in raw}
+        raw.pop("judges", None)
+        db.execute(
+            "UPDATE gate_decisions SET candidate_fingerprint = ? WHERE id = ?", (json.dumps(raw), d.id)
+        )
+    again = store.get(d.id)
+    assert again is not None and again.candidate_fingerprint.suite_hash == head.fingerprint.suite_hash
+    assert again.candidate_fingerprint.judges is None

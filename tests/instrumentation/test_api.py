@@ -80,6 +80,13 @@ EXPECTED = {
     "resolve_store_url",
     "trace_id_range",
     "watch_known_providers",
+    # the one read path of both trace stores (issue 16)
+    "Execute",
+    "TraceQuery",
+    "TraceReader",
+    "read_feedback",
+    "read_records",
+    "read_spans",
 }
 
 

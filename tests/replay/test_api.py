@@ -38,6 +38,8 @@ EXPECTED = {
     "journal_path",
     "read_journal",
     "ProgressLines",
+    "ProgressCallback",
+    "Scorer",
     "merge_runs",
     "in_shard",
     "parse_shard",
@@ -48,6 +50,7 @@ EXPECTED = {
     "guardrail_summary",
     "RunSummary",
     "GuardrailSummary",
+    "RetrievalSummary",
     # run file
     "RUN_FORMAT_VERSION",
     "Attempt",

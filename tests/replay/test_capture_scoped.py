@@ -7,7 +7,6 @@ exporting its production traffic (which must still arrive, without any replayed 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import threading
 import time
 from pathlib import Path
@@ -20,23 +19,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from replaygate.instrumentation import capture, tool_call, trace_agent
 from replaygate.replay import Scenario, run_suite_async
 
+from tests.conftest import make_scenario
+
 
 def scenario(sid: str, tool: str) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": sid,
-            "title": sid,
-            "owner": "qa",
-            "origin": "original-eval",
-            "added": dt.date(2026, 11, 29),
-            "turns": [f"please use {tool}"],
-            "repeats": 6,
-            "checks": [
-                {"type": "expected_tools", "tools": [tool]},
-                {"type": "forbidden_tools", "tools": ["other"]},
-            ],
-        }
-    )
+    checks = [{"type": "expected_tools", "tools": [tool]}, {"type": "forbidden_tools", "tools": ["other"]}]
+    return make_scenario(sid, turns=[f"please use {tool}"], repeats=6, checks=checks)
 
 
 @trace_agent(name="scoped-agent")

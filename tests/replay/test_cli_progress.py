@@ -3,7 +3,6 @@ needed, and no journal left behind once the run file is saved."""
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import os
 import re
@@ -18,6 +17,8 @@ from replaygate.replay._journal import journal_path
 from replaygate.replay._runfile import load_run
 from replaygate.replay._scenario import Scenario, save_scenario
 
+from tests.conftest import make_scenario
+
 ROOT = Path(__file__).resolve().parents[2]
 RG = str(Path(sys.executable).with_name("replaygate"))  # the console script, as CI runs it
 LINE = re.compile(
@@ -26,18 +27,7 @@ LINE = re.compile(
 
 
 def scenario(sid: str, repeats: int) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": sid,
-            "title": sid,
-            "owner": "qa",
-            "origin": "original-eval",
-            "added": dt.date(2026, 11, 29),
-            "turns": [sid],
-            "repeats": repeats,
-            "checks": [{"type": "contains", "values": ["ok"]}],
-        }
-    )
+    return make_scenario(sid, turns=[sid], repeats=repeats)
 
 
 @pytest.fixture

@@ -1,4 +1,3 @@
-import datetime as dt
 import json
 import os
 import signal
@@ -24,6 +23,8 @@ from replaygate.replay._runfile import Attempt, Measures, load_run
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import Scenario
 
+from tests.conftest import make_scenario
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,18 +33,7 @@ def attempt(sid: str, i: int, status: str = "pass") -> Attempt:
 
 
 def scenario(sid: str, repeats: int = 3) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": sid,
-            "title": sid,
-            "owner": "qa",
-            "origin": "original-eval",
-            "added": dt.date(2026, 11, 29),
-            "turns": [f"q {sid}"],
-            "repeats": repeats,
-            "checks": [{"type": "contains", "values": ["ok"]}],
-        }
-    )
+    return make_scenario(sid, repeats=repeats)
 
 
 def test_journal_round_trip_and_torn_tail(tmp_path: Path) -> None:

@@ -1,4 +1,3 @@
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -10,20 +9,11 @@ from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._shard import in_shard, parse_shard
 
+from tests.conftest import make_scenario
+
 
 def scenario(sid: str) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": sid,
-            "title": sid,
-            "owner": "qa",
-            "origin": "original-eval",
-            "added": dt.date(2026, 11, 29),
-            "turns": [f"q {sid}"],
-            "repeats": 2,
-            "checks": [{"type": "contains", "values": ["ok"]}],
-        }
-    )
+    return make_scenario(sid)
 
 
 def target(turns: list[str], context: dict[str, Any]) -> str:

@@ -110,7 +110,7 @@ def test_mean_scores() -> None:
     a = retrieval_metrics(["a"], ["a"], 1)
     b = retrieval_metrics(["b"], ["a"], 1)
     mean = mean_retrieval_scores([a, b])
-    assert mean is not None and mean["hit_rate"] == 0.5 and mean["mrr"] == 0.5
+    assert mean is not None and mean.hit_rate == 0.5 and mean.mrr == 0.5
     assert mean_retrieval_scores([]) is None
 
 
@@ -146,23 +146,25 @@ def test_run_summary_per_scenario_and_overall() -> None:
         _attempt("c", 0, None),  # no labels: not counted
     ]
     report = retrieval_summary(attempts)
-    assert report is not None and report["attempts"] == 3
-    assert report["mean"]["mrr"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
-    assert report["mean"]["hit_rate"] == pytest.approx(2 / 3)
-    assert sorted(report["scenarios"]) == ["a", "b"]
-    a, b = report["scenarios"]["a"], report["scenarios"]["b"]
-    assert (a["attempts"], a["k"], a["mrr"]) == (2, 2, pytest.approx(0.75))
-    assert (b["k"], b["hit_rate"], b["ndcg"]) == (3, 0.0, 0.0)
+    assert report is not None and report.attempts == 3
+    assert report.mean.mrr == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert report.mean.hit_rate == pytest.approx(2 / 3)
+    assert sorted(report.scenarios) == ["a", "b"]
+    a, b = report.scenarios["a"], report.scenarios["b"]
+    assert (a.attempts, a.k, a.mrr) == (2, 2, pytest.approx(0.75))
+    assert (b.k, b.hit_rate, b.ndcg) == (3, 0.0, 0.0)
     # The threshold filtered 2 chunks in one attempt: not a no-op for the run, a no-op for scenario b.
-    t = report["threshold"]
-    assert (t["values"], t["attempts"], t["filtered"], t["attempts_filtering"], t["noop"]) == (
+    t = report.threshold
+    assert t is not None
+    assert (t.values, t.attempts, t.filtered, t.attempts_filtering, t.noop) == (
         [0.5],
         3,
         2,
         1,
         False,
     )
-    assert b["threshold"]["noop"] and not a["threshold"]["noop"]
+    assert b.threshold is not None and a.threshold is not None
+    assert b.threshold.noop and not a.threshold.noop
 
 
 def test_run_summary_threshold_that_never_filters_is_a_noop() -> None:
@@ -170,10 +172,42 @@ def test_run_summary_threshold_that_never_filters_is_a_noop() -> None:
         _attempt("a", i, retrieval_metrics(["r"], ["r"], 1, threshold=0.2, filtered=0)) for i in range(3)
     ]
     report = retrieval_summary(attempts)
-    assert report is not None and report["threshold"]["noop"] and report["threshold"]["filtered"] == 0
+    assert report is not None and report.threshold is not None
+    assert report.threshold.noop and report.threshold.filtered == 0
     unreported = [_attempt("a", 0, retrieval_metrics(["r"], ["r"], 1, threshold=0.2))]
     quiet = retrieval_summary(unreported)
-    assert quiet is not None and quiet["threshold"]["filtered"] is None and not quiet["threshold"]["noop"]
+    assert quiet is not None and quiet.threshold is not None
+    assert quiet.threshold.filtered is None and not quiet.threshold.noop
     none = retrieval_summary([_attempt("a", 0, retrieval_metrics(["r"], ["r"], 1))])
-    assert none is not None and none["threshold"] is None
+    assert none is not None and none.threshold is None
     assert retrieval_summary([_attempt("a", 0, None)]) is None
+
+
+def test_summary_retrieval_is_typed_and_its_json_unchanged() -> None:
+    """A run file's ``summary.retrieval`` as written before it was typed loads, and dumps key for key."""
+    import json
+
+    from replaygate.replay import RetrievalSummary, RunSummary
+
+    threshold = {"values": [0.5], "attempts": 2, "filtered": 2, "attempts_filtering": 1, "noop": False}
+    means = {"hit_rate": 0.5, "mrr": 0.25, "recall": 0.5, "ndcg": 0.3, "threshold_noop": 0.5}
+    old = {
+        "attempts": 2,
+        "mean": means,
+        "scenarios": {"a": {"attempts": 2, "k": 3, **means, "threshold": threshold}},
+        "threshold": threshold,
+    }
+    summary = RunSummary.model_validate({"run_id": "r", "retrieval": old})
+    assert isinstance(summary.retrieval, RetrievalSummary)
+    assert summary.retrieval.scenarios["a"].threshold is not None
+    assert json.dumps(summary.model_dump(mode="json")["retrieval"]) == json.dumps(
+        old
+    )  # same keys, same order
+    attempts = [
+        _attempt("a", i, retrieval_metrics(["x", "r1"], ["r1"], 2, threshold=0.5, filtered=i)) for i in (0, 2)
+    ]
+    made = retrieval_summary(attempts)
+    assert made is not None
+    assert list(made.model_dump()) == list(old) and list(made.model_dump()["scenarios"]["a"]) == list(
+        old["scenarios"]["a"]
+    )

@@ -85,6 +85,6 @@ def test_golden_set_k5_production_vs_candidate(
     assert f"{len(cand.attempts)} attempts: 0 errors" in out
     # retrieval metrics are stored in the run file, per scenario and overall
     retrieval = cand.summary.retrieval
-    assert retrieval is not None and retrieval["attempts"] > 0
-    assert 0.0 < retrieval["mean"]["hit_rate"] <= 1.0
-    assert "refund-over-limit-001" in retrieval["scenarios"]
+    assert retrieval is not None and retrieval.attempts > 0
+    assert 0.0 < retrieval.mean.hit_rate <= 1.0
+    assert "refund-over-limit-001" in retrieval.scenarios

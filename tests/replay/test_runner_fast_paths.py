@@ -1,7 +1,6 @@
 """The runner's and readers' fast paths give what the plain paths give (issue 19), and RunOptions."""
 
 import asyncio
-import datetime as dt
 import json
 import queue
 import threading
@@ -30,23 +29,13 @@ from replaygate.replay._runfile import (
 )
 from replaygate.replay._scenario import Scenario
 
+from tests.conftest import make_scenario
+
 text = st.text(max_size=30)
 
 
 def scenario(sid: str, repeats: int = 2, **extra: Any) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": sid,
-            "title": sid,
-            "owner": "qa",
-            "origin": "original-eval",
-            "added": dt.date(2026, 11, 29),
-            "turns": [f"q {sid}"],
-            "repeats": repeats,
-            "checks": [{"type": "contains", "values": ["ok"]}],
-            **extra,
-        }
-    )
+    return make_scenario(sid, repeats=repeats, **extra)
 
 
 def ok_target(turns: list[str], context: dict[str, Any]) -> str:

@@ -2,7 +2,6 @@
 the run loudly instead of dropping attempts or hanging; what a call started elsewhere ends with it."""
 
 import asyncio
-import datetime as dt
 import json
 import threading
 import time
@@ -17,23 +16,15 @@ from replaygate.replay._runfile import RunFile
 from replaygate.replay._runner import run_suite, run_suite_async
 from replaygate.replay._scenario import Scenario
 
+from tests.conftest import make_scenario
+
 KW: dict[str, Any] = {"progress": False, "code_commit": None}
 
 
 def scenario(sid: str, repeats: int = 1, **extra: Any) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": sid,
-            "title": f"scenario {sid}",
-            "owner": "qa",
-            "origin": "original-eval",
-            "added": dt.date(2026, 11, 29),
-            "turns": [f"question of {sid}"],
-            "repeats": repeats,
-            "checks": [{"type": "contains", "values": ["good"]}],
-            **extra,
-        }
-    )
+    fields = {"title": f"scenario {sid}", "turns": [f"question of {sid}"], "repeats": repeats}
+    checks = [{"type": "contains", "values": ["good"]}]
+    return make_scenario(sid, **{**fields, "checks": checks, **extra})
 
 
 class Unrenderable:

@@ -1,3 +1,4 @@
+import re
 import sqlite3
 
 import pytest
@@ -183,3 +184,40 @@ def test_a_version_2_store_gets_the_canary_index(store_url) -> None:
         assert "trace_traces_by_arm" in names and "trace_traces_by_variant" not in names
     finally:
         store.close()
+
+
+def test_both_stores_read_through_one_path(store_url, tmp_path) -> None:
+    """The embedded store and the control plane's (SQLite, PostgreSQL) give the same records (issue 16)."""
+    from replaygate.instrumentation import TraceQuery, TraceReader
+
+    records = _spans(6, fail_every=3)
+    embedded = SqliteTraceStore(tmp_path / "embedded.db")
+    with TraceStore(store_url) as store, embedded:
+        assert isinstance(store, TraceReader) and isinstance(embedded, TraceReader)
+        for s in (store, embedded):
+            s.write_spans(records)
+            s.record_feedback(records[-1].trace_id, -0.5, "meh")
+
+        def same(read) -> None:  # type: ignore[no-untyped-def]
+            a, b = read(store), read(embedded)
+
+            def key(r):  # type: ignore[no-untyped-def]
+                feedback = [(f["score"], f["comment"]) for f in r.feedback]  # not created_ns
+                return (r.summary, r.spans, feedback, r.start_ns, r.end_ns)
+
+            assert a and [key(r) for r in a] == [key(r) for r in b]
+
+        same(lambda s: s.list_traces(limit=None))
+        same(lambda s: s.list_traces(limit=2, variant="candidate"))
+        same(lambda s: s.failures(reasons=["empty_answer", "negative_feedback"]))
+        same(lambda s: s.session_traces("s1"))
+        same(lambda s: s.read(TraceQuery(failures_only=True, newest_first=False)))
+        assert len(store.failures(reasons=["empty_answer"])) == 2
+        # reasons are matched whole: LIKE's wildcards in a reason match nothing
+        for s in (store, embedded):
+            assert s.failures(reasons=["empty_answe_"]) == [] and s.failures(reasons=["%"]) == []
+            with pytest.raises(StoreError, match="limit must be at least 1"):
+                s.list_traces(limit=0)
+            with pytest.raises(StoreError, match=re.escape(f"not found in trace store {s.path}")):
+                s.get_trace("f" * 32)
+        assert store.count() == embedded.count() == 6

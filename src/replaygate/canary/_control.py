@@ -11,7 +11,7 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -127,17 +127,10 @@ class CanaryCheck:
         return self.status.evidence is not None and self.status.evidence.breached
 
 
-def _fingerprint_config_id(fingerprint: Mapping[str, Any]) -> str | None:
-    declared = fingerprint.get("declared_versions") or {}
-    value = declared.get("config_id") if isinstance(declared, dict) else None
-    value = value or fingerprint.get("agent_config_hash")
-    return None if value is None else str(value)
-
-
 def decision_config_ids(decision: SignedDecision) -> tuple[str | None, str | None]:
     """Return (baseline, candidate) configuration ids of a signed decision."""
-    baseline = _fingerprint_config_id(decision.baseline_fingerprint)
-    candidate = decision.candidate_config_id or _fingerprint_config_id(decision.candidate_fingerprint)
+    baseline = decision.baseline_fingerprint.config_id()
+    candidate = decision.candidate_config_id or decision.candidate_fingerprint.config_id()
     return baseline, candidate
 
 

@@ -145,31 +145,31 @@ def _retrieval_lines(run: RunFile) -> list[str]:
     report = run.summary.retrieval  # computed by summarize_attempts with the rest of the summary
     if report is None:
         return []
-    m = report["mean"]
+    m = report.mean
     lines = [
-        f"retrieval ({report['attempts']} attempts with labels): hit rate@k {_num(m['hit_rate'])}, "
-        f"MRR@k {_num(m['mrr'])}, recall@k {_num(m['recall'])}, nDCG@k {_num(m['ndcg'])}"
+        f"retrieval ({report.attempts} attempts with labels): hit rate@k {_num(m.hit_rate)}, "
+        f"MRR@k {_num(m.mrr)}, recall@k {_num(m.recall)}, nDCG@k {_num(m.ndcg)}"
     ]
-    for sid, row in report["scenarios"].items():
-        noop = " [threshold no-op]" if row["threshold"] and row["threshold"]["noop"] else ""
+    for sid, row in report.scenarios.items():
+        noop = " [threshold no-op]" if row.threshold and row.threshold.noop else ""
         lines.append(
-            f"  {sid} @k={row['k']}: hit {_num(row['hit_rate'])}, MRR {_num(row['mrr'])}, "
-            f"recall {_num(row['recall'])}, nDCG {_num(row['ndcg'])}{noop}"
+            f"  {sid} @k={row.k}: hit {_num(row.hit_rate)}, MRR {_num(row.mrr)}, "
+            f"recall {_num(row.recall)}, nDCG {_num(row.ndcg)}{noop}"
         )
-    t = report["threshold"]
+    t = report.threshold
     if t is not None:
-        values = ", ".join(f"{v:g}" for v in t["values"])
-        if t["noop"]:
+        values = ", ".join(f"{v:g}" for v in t.values)
+        if t.noop:
             lines.append(
-                f"retrieval threshold {values}: NO-OP, it filtered no chunk in any of {t['attempts']} "
+                f"retrieval threshold {values}: NO-OP, it filtered no chunk in any of {t.attempts} "
                 "attempts (raise it, or drop it)"
             )
-        elif t["filtered"] is None:
+        elif t.filtered is None:
             lines.append(f"retrieval threshold {values}: the retriever did not report what it filtered")
         else:
             lines.append(
-                f"retrieval threshold {values}: filtered {t['filtered']} chunks, in "
-                f"{t['attempts_filtering']} of {t['attempts']} attempts"
+                f"retrieval threshold {values}: filtered {t.filtered} chunks, in "
+                f"{t.attempts_filtering} of {t.attempts} attempts"
             )
     return lines
 

@@ -159,11 +159,7 @@ class _Side:
 
     def ref(self) -> RunRef:
         """Which run this side is, for the comparison's record."""
-        return RunRef(
-            run_id=self.run.run_id,
-            fingerprint=self.run.head.fingerprint.model_dump(mode="json"),
-            path=self.path,
-        )
+        return RunRef(run_id=self.run.run_id, fingerprint=self.run.head.fingerprint, path=self.path)
 
 
 def _rate_group(

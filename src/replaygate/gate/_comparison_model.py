@@ -10,9 +10,10 @@ reported, never a reason to sign by itself. ``flaky`` marks a scenario whose two
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from replaygate.replay import Fingerprint
 
 __all__ = [
     "COMPARISON_FORMAT_VERSION",
@@ -49,7 +50,7 @@ class RunRef(_Model):
     """Which run a side of the comparison is."""
 
     run_id: str
-    fingerprint: dict[str, Any]
+    fingerprint: Fingerprint  # the run's own, as recorded in its run file
     path: str | None = None
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from replaygate.instrumentation import DEFAULT_STORE, StoreError, resolve_store_url
-from replaygate.replay import content_hash
+from replaygate.replay import Fingerprint, content_hash
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session
@@ -91,8 +91,8 @@ class SignedDecision(BaseModel):
     signed_by: str
     reason: str
     signed_at: datetime
-    baseline_fingerprint: dict[str, Any]
-    candidate_fingerprint: dict[str, Any]
+    baseline_fingerprint: Fingerprint
+    candidate_fingerprint: Fingerprint
     candidate_target: str
     candidate_config_id: str
     report_path: str | None = None
@@ -127,11 +127,6 @@ def _superseded(session: Session, ids: list[str]) -> dict[str, str]:
         return {}
     rows = session.scalars(select(_SupersessionRow).where(_SupersessionRow.superseded_id.in_(ids))).all()
     return {r.superseded_id: r.by_id for r in rows}
-
-
-def _config_id(fingerprint: dict[str, Any]) -> str:
-    declared = fingerprint.get("declared_versions") or {}
-    return str(declared.get("config_id") or fingerprint.get("agent_config_hash") or "")
 
 
 class DecisionStore:
@@ -262,10 +257,10 @@ class DecisionStore:
                     signed_by=signed_by,
                     reason=reason,
                     signed_at=now,
-                    baseline_fingerprint=c.baseline.fingerprint,
-                    candidate_fingerprint=c.candidate.fingerprint,
-                    candidate_target=str(c.candidate.fingerprint.get("target", "")),
-                    candidate_config_id=_config_id(c.candidate.fingerprint),
+                    baseline_fingerprint=c.baseline.fingerprint.model_dump(mode="json"),
+                    candidate_fingerprint=c.candidate.fingerprint.model_dump(mode="json"),
+                    candidate_target=c.candidate.fingerprint.target,
+                    candidate_config_id=c.candidate.fingerprint.config_id(),
                     report_path=report_path,
                 )
                 session.add(row)

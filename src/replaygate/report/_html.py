@@ -190,8 +190,8 @@ def render_html(report: GateReport) -> str:
         f"<h1>replaygate gate: <span class='{_e(r.outcome)}'>{_e(r.outcome)}</span></h1>",
         f"<p>{_e(r.headline)}</p>",
         f"<p><small>report {_e(r.report_id)} · created {_e(r.created_at)} · policy {_e(r.policy_hash)}<br>"
-        f"baseline {_e(c.baseline.run_id)} ({_e(c.baseline.fingerprint.get('target', ''))}) · candidate "
-        f"{_e(c.candidate.run_id)} ({_e(c.candidate.fingerprint.get('target', ''))}) · suite "
+        f"baseline {_e(c.baseline.run_id)} ({_e(c.baseline.fingerprint.target)}) · candidate "
+        f"{_e(c.candidate.run_id)} ({_e(c.candidate.fingerprint.target)}) · suite "
         f"{_e(c.suite_hash)} · k={c.k}</small></p>",
         f"<p><b>Noise floor</b> {_e(noise)} · <b>smallest detectable drop</b> {_e(mdd)} · <b>overall</b> "
         f"{_pct(o.base_rate)} → {_pct(o.head_rate)} (Δ {_pp(o.delta)}, "

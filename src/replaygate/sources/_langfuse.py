@@ -39,7 +39,16 @@ from langfuse.api.core.api_error import ApiError
 from replaygate.instrumentation import TraceRecord
 
 from replaygate.sources._errors import SourceError
-from replaygate.sources._records import FeedbackItem, build_record, iso_to_ns, rebuild_span, unique_prefix
+from replaygate.sources._paging import cursor_pages
+from replaygate.sources._records import (
+    NEGATIVE_LABELS,
+    OWN_PREFIX,
+    FeedbackItem,
+    build_record,
+    iso_to_ns,
+    rebuild_span,
+    unique_prefix,
+)
 
 __all__ = [
     "LANGFUSE_DEFAULT_HOST",
@@ -51,10 +60,7 @@ __all__ = [
 ]
 
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"
-OWN_PREFIX = "replaygate."
-NEGATIVE_CATEGORIES = frozenset(
-    {"negative", "thumbs-down", "thumbs_down", "bad", "incorrect", "unhelpful", "wrong"}
-)
+NEGATIVE_CATEGORIES = NEGATIVE_LABELS
 _FIELDS = "core,basic,time,io,metadata,model,usage,trace_context"
 _EXPAND = "attributes,resourceAttributes"
 _PAGE = 1000
@@ -273,38 +279,20 @@ class LangfuseSource:
 
     # -- reading ---------------------------------------------------------------------------------------
 
+    def _paged(self, what: str, fn: Any, **params: Any) -> Iterator[Any]:
+        def fetch(cursor: str | None) -> tuple[list[Any], str | None]:
+            page = self._call(what, fn, cursor=cursor, **params)
+            return page.data, page.meta.cursor
+
+        return cursor_pages(fetch, f"{self.describe()} ({what})")
+
     def _observations(self, what: str, **filters: Any) -> Iterator[ObservationV2]:
-        cursor: str | None = None
-        while True:
-            page = self._call(
-                what,
-                self._api.observations.get_many,
-                fields=_FIELDS,
-                expand_metadata=_EXPAND,
-                limit=_PAGE,
-                cursor=cursor,
-                **filters,
-            )
-            yield from page.data
-            cursor = page.meta.cursor
-            if not cursor:
-                return
+        get_many = self._api.observations.get_many
+        return self._paged(what, get_many, fields=_FIELDS, expand_metadata=_EXPAND, limit=_PAGE, **filters)
 
     def _scores(self, what: str, **filters: Any) -> Iterator[Any]:
-        cursor: str | None = None
-        while True:
-            page = self._call(
-                what,
-                self._api.scores.get_many,
-                limit=_SCORE_PAGE,
-                cursor=cursor,
-                fields="details,subject",
-                **filters,
-            )
-            yield from page.data
-            cursor = page.meta.cursor
-            if not cursor:
-                return
+        get_many = self._api.scores.get_many
+        return self._paged(what, get_many, limit=_SCORE_PAGE, fields="details,subject", **filters)
 
     def _trace_feedback(self, trace_id: str) -> list[FeedbackItem]:
         items = (

@@ -26,7 +26,10 @@ from replaygate.instrumentation import TraceRecord
 
 from replaygate.sources._errors import SourceError
 from replaygate.sources._http import JsonClient
+from replaygate.sources._paging import cursor_pages
 from replaygate.sources._records import (
+    NEGATIVE_LABELS,
+    OWN_PREFIX,
     FeedbackItem,
     build_record,
     iso_to_ns,
@@ -48,10 +51,6 @@ __all__ = [
 PHOENIX_ENDPOINT_ENV = "PHOENIX_COLLECTOR_ENDPOINT"
 PHOENIX_API_KEY_ENV = "PHOENIX_API_KEY"
 PHOENIX_PROJECT_ENV = "PHOENIX_PROJECT_NAME"
-NEGATIVE_LABELS = frozenset(
-    {"negative", "thumbs-down", "thumbs_down", "bad", "incorrect", "unhelpful", "wrong"}
-)
-OWN_PREFIX = "replaygate."
 _PAGE = 100
 _BATCH = 50  # trace ids per span / annotation request
 MAX_SCAN = 5000  # traces read at most when looking for failures
@@ -154,36 +153,26 @@ class PhoenixSource:
         session_id: str | None = None,
         newest_first: bool = True,
     ) -> Iterator[str]:
-        cursor: str | None = None
-        while True:
-            page = self._http.get(
-                self._project_path("traces"),
-                {
-                    "start_time": ns_to_iso(since_ns) if since_ns else None,
-                    "end_time": ns_to_iso(until_ns) if until_ns else None,
-                    "session_identifier": [session_id] if session_id else None,
-                    "sort": "start_time",
-                    "order": "desc" if newest_first else "asc",
-                    "limit": _PAGE,
-                    "cursor": cursor,
-                },
-            )
-            for item in _data(page, "traces"):
-                trace_id = item.get("trace_id")
-                if isinstance(trace_id, str):
-                    yield trace_id
-            cursor = page.get("next_cursor") if isinstance(page, dict) else None
-            if not cursor:
-                return
+        params = {
+            "start_time": ns_to_iso(since_ns) if since_ns else None,
+            "end_time": ns_to_iso(until_ns) if until_ns else None,
+            "session_identifier": [session_id] if session_id else None,
+            "sort": "start_time",
+            "order": "desc" if newest_first else "asc",
+            "limit": _PAGE,
+        }
+        for item in self._paged(self._project_path("traces"), params, "traces"):
+            trace_id = item.get("trace_id")
+            if isinstance(trace_id, str):
+                yield trace_id
 
     def _paged(self, path: str, params: dict[str, Any], what: str) -> Iterator[dict[str, Any]]:
-        cursor: str | None = None
-        while True:
+        def fetch(cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
             page = self._http.get(path, {**params, "cursor": cursor})
-            yield from _data(page, what)
-            cursor = page.get("next_cursor") if isinstance(page, dict) else None
-            if not cursor:
-                return
+            found = page.get("next_cursor") if isinstance(page, dict) else None
+            return _data(page, what), found if isinstance(found, str) else None
+
+        return cursor_pages(fetch, f"{self.describe()} ({what})")
 
     def _records(self, trace_ids: Sequence[str]) -> list[TraceRecord]:
         """Whole traces for ``trace_ids`` (in that order; ids with no agent span are left out)."""

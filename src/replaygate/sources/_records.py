@@ -25,6 +25,8 @@ from replaygate.sources._errors import SourceError
 _HEX = frozenset("0123456789abcdef")
 
 __all__ = [
+    "NEGATIVE_LABELS",
+    "OWN_PREFIX",
     "FeedbackItem",
     "build_record",
     "iso_to_ns",
@@ -32,6 +34,13 @@ __all__ = [
     "rebuild_span",
     "unique_prefix",
 ]
+
+#: Labels (Phoenix) and categories (Langfuse) that are negative feedback, lowercased.
+NEGATIVE_LABELS = frozenset(
+    {"negative", "thumbs-down", "thumbs_down", "bad", "incorrect", "unhelpful", "wrong"}
+)
+#: replaygate's own scores and annotations start with this; they are never feedback.
+OWN_PREFIX = "replaygate."
 
 
 @dataclasses.dataclass(frozen=True)

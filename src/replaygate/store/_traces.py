@@ -2,7 +2,9 @@
 
 ``TraceStore(url)`` here is what the control plane (CLI, promotion, canary, page, ``replaygate collect``)
 reads and writes traces through, on SQLite or PostgreSQL. Rows are built by the same functions as the
-agents' embedded writer (``replaygate.instrumentation``), so both writers give the same rows.
+agents' embedded writer (``replaygate.instrumentation``), so both writers give the same rows, and every
+read is ``replaygate.instrumentation.TraceReader``'s (one SQL text for both stores, run here through
+SQLAlchemy's ``text()``), so both readers give the same records.
 
 On PostgreSQL, a batch takes a transaction-scoped advisory lock per trace (in id order) before it
 re-reads a trace's spans, so two batches of one trace written at once still give the full trace row.
@@ -13,25 +15,23 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
 
 from replaygate.instrumentation import (
     TRACE_COLUMNS,
+    Execute,
     SpanRecord,
-    StoreError,
-    TraceRecord,
+    TraceReader,
     batch_trace_rows,
-    build_records,
     feedback_value,
     id_chunks,
-    normalize_trace_id,
     ordered_reasons,
-    record_from_row,
+    read_feedback,
+    read_spans,
     record_to_row,
-    trace_id_range,
 )
-from sqlalchemy import ColumnElement, Connection, Table, and_, func, or_, select, text, update
+from sqlalchemy import Connection, Table, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from replaygate.store._engine import Store
@@ -39,6 +39,7 @@ from replaygate.store._schema import trace_drops, trace_feedback, trace_spans, t
 
 __all__ = ["DropReport", "TraceStore", "upsert"]
 
+T = TypeVar("T")
 _SPAN_NAMES = [c.name for c in trace_spans.columns]
 _S = trace_spans.c
 _T = trace_traces.c
@@ -66,7 +67,7 @@ class DropReport:
         return sum(s[1] for s in self.sources)
 
 
-class TraceStore:
+class TraceStore(TraceReader):
     """Traces, spans and feedback in the shared store (SQLite or PostgreSQL).
 
     Args:
@@ -159,133 +160,24 @@ class TraceStore:
             rows = conn.execute(select(trace_drops).order_by(trace_drops.c.source)).all()
         return DropReport(rows)
 
-    # -- reading -------------------------------------------------------------------------------------
+    # -- reading: TraceReader's list_traces, failures, session_traces, get_trace, ... -----------------
 
-    def _records(
-        self, clauses: Iterable[ColumnElement[bool]], newest_first: bool, limit: int | None
-    ) -> list[TraceRecord]:
-        order = (_T.start_ns.desc(), _T.trace_id) if newest_first else (_T.start_ns, _T.trace_id)
-        query = select(_T.trace_id, _T.start_ns, _T.end_ns).where(and_(True, *clauses)).order_by(*order)
-        if limit is not None:
-            if limit < 1:
-                raise StoreError(f"limit must be at least 1, got {limit}")
-            query = query.limit(int(limit))
+    def _dialect(self) -> Literal["sqlite", "postgresql"]:
+        return "postgresql" if self.store.engine.dialect.name == "postgresql" else "sqlite"
+
+    def _read(self, what: str, work: Callable[[Execute], T]) -> T:
         with self.store.read() as conn:
-            rows = [tuple(r) for r in conn.execute(query)]
-            ids = [r[0] for r in rows]
-            return build_records(rows, _load_spans(conn, ids), _load_feedback(conn, ids))
-
-    def list_traces(
-        self,
-        limit: int | None = 100,
-        since_ns: int | None = None,
-        until_ns: int | None = None,
-        session_id: str | None = None,
-        variant: str | None = None,
-    ) -> list[TraceRecord]:
-        """List stored traces newest first, optionally filtered by start time, session or variant."""
-        clauses = _time(since_ns, until_ns)
-        if session_id is not None:
-            clauses.append(_T.session_id == session_id)
-        if variant is not None:
-            clauses.append(_T.variant == variant)
-        return self._records(clauses, True, limit)
-
-    def failures(
-        self, reasons: Iterable[str] | None = None, since_ns: int | None = None, limit: int | None = 100
-    ) -> list[TraceRecord]:
-        """List failure candidates newest first; ``reasons`` keeps traces with any of those reasons."""
-        clauses = [_T.failure == 1, *_time(since_ns, None)]
-        wanted = sorted(set(reasons or ()))
-        if wanted:  # reasons are identifiers, stored as a JSON list of strings
-            clauses.append(or_(*(_T.failure_reasons.contains(json.dumps(r)) for r in wanted)))
-        return self._records(clauses, True, limit)
-
-    def session_traces(self, session_id: str) -> list[TraceRecord]:
-        """Every trace of one session (conversation), oldest first."""
-        return self._records([_T.session_id == session_id], False, None)
-
-    def get_trace(self, trace_id: str) -> TraceRecord:
-        """One trace with its spans, summary and feedback.
-
-        Raises:
-            StoreError: no trace with that id in this store.
-        """
-        trace = normalize_trace_id(trace_id)
-        found = self._records([_T.trace_id == trace], False, 1)
-        if not found:
-            raise StoreError(
-                f"trace {trace} not found in store {self.path}: list stored traces with "
-                "`replaygate traces` (a trace is listed once its agent span has been exported)"
-            )
-        return found[0]
-
-    def resolve_trace_id(self, prefix: str) -> str:
-        """The full id of the one stored trace whose id starts with ``prefix`` (at least 6 hex characters).
-
-        Raises:
-            StoreError: no stored trace, or several, start with that prefix.
-        """
-        low, high = trace_id_range(prefix)
-        if high is None:
-            return low
-        with self.store.read() as conn:
-            found = [
-                r[0]
-                for r in conn.execute(
-                    select(_T.trace_id).where(_T.trace_id >= low, _T.trace_id < high).limit(2)
-                )
-            ]
-        if not found:
-            raise StoreError(
-                f"no trace id starting with {low} in store {self.path}: list the stored traces with "
-                "`replaygate traces`"
-            )
-        if len(found) > 1:
-            raise StoreError(f"several traces start with {low} in {self.path}: give more characters")
-        return str(found[0])
-
-    def count(self) -> int:
-        """The number of stored (listed) traces."""
-        with self.store.read() as conn:
-            return int(conn.execute(select(func.count()).select_from(trace_traces)).scalar_one())
+            return work(_execute(conn))
 
 
-def _int64(value: int) -> int:
-    return max(-(2**63), min(2**63 - 1, int(value)))
-
-
-def _time(since_ns: int | None, until_ns: int | None) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = []
-    if since_ns is not None:
-        clauses.append(_T.start_ns >= _int64(since_ns))
-    if until_ns is not None:
-        clauses.append(_T.start_ns < _int64(until_ns))
-    return clauses
+def _execute(conn: Connection) -> Execute:
+    """The statement runner of :class:`TraceReader` on a SQLAlchemy connection."""
+    return lambda sql, params: conn.execute(text(sql), dict(params))
 
 
 def _load_spans(conn: Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
-    spans: dict[str, list[SpanRecord]] = {}
-    columns = [trace_spans.c[name] for name in _SPAN_NAMES]
-    for part in id_chunks(list(trace_ids)):
-        query = select(*columns).where(_S.trace_id.in_(list(part))).order_by(_S.start_ns, _S.end_ns)
-        for row in conn.execute(query):
-            record = record_from_row(row)
-            spans.setdefault(record.trace_id, []).append(record)
-    return spans
+    return read_spans(_execute(conn), trace_ids)
 
 
 def _load_feedback(conn: Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    feedback: dict[str, list[dict[str, Any]]] = {}
-    f = trace_feedback.c
-    for part in id_chunks(list(trace_ids)):
-        query = (
-            select(f.trace_id, f.score, f.comment, f.created_ns)
-            .where(f.trace_id.in_(list(part)))
-            .order_by(f.created_ns, f.id)
-        )
-        for trace_id, score, comment, created_ns in conn.execute(query):
-            feedback.setdefault(trace_id, []).append(
-                {"score": float(score), "comment": comment, "created_ns": int(created_ns)}
-            )
-    return feedback
+    return read_feedback(_execute(conn), trace_ids)

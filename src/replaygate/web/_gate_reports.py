@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from replaygate.instrumentation import ReplaygateError
+from replaygate.replay import Fingerprint
 
 from replaygate.gate import GateReport, Review, SignedDecision
 from replaygate.report import load_report
@@ -27,11 +28,9 @@ OUTCOME_LABELS = {"block": "blocked", "needs-sign-off": "sign-off needed", "pass
 _MAX_FILES = 2000
 
 
-def config_of(fingerprint: dict[str, Any]) -> str:
+def config_of(fingerprint: Fingerprint) -> str:
     """The configuration a fingerprint names (declared ``config_id``, else the config hash)."""
-    declared = fingerprint.get("declared_versions") or {}
-    value = declared.get("config_id") if isinstance(declared, dict) else None
-    return str(value or fingerprint.get("agent_config_hash") or "—")
+    return fingerprint.config_id() or "—"
 
 
 @dataclass

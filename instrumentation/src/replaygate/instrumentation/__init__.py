@@ -111,9 +111,11 @@ from its private modules: the attribute names are in the public module ``semconv
 (``DEFAULT_STORE``, ``resolve_store_url``, ``connect_store_db``, ``TRACE_SCHEMA_VERSION``,
 ``TRACE_MIGRATIONS``, ``record_to_row`` / ``record_from_row``, ``build_records``, ``batch_trace_rows``,
 ``normalize_trace_id``, ``trace_id_range``, ``id_chunks``, ``feedback_value``, ``ordered_reasons``) so the
-control plane's SQL store writes the same rows; capture routes (``open_route``, ``close_route``,
-``watch_known_providers``) for the replay engine; ``resolve_settings``, ``describe_destinations`` and
-``absolute_store`` for ``replaygate doctor``; ``jsonable`` for artifact files.
+control plane's SQL store writes the same rows, and the one read path (``TraceReader``, ``TraceQuery``,
+``read_records``, ``read_spans``, ``read_feedback``, ``Execute``) so it reads the same records; capture
+routes (``open_route``, ``close_route``, ``watch_known_providers``) for the replay engine;
+``resolve_settings``, ``describe_destinations`` and ``absolute_store`` for ``replaygate doctor``;
+``jsonable`` for artifact files.
 """
 
 from replaygate.instrumentation._agent import (
@@ -162,13 +164,17 @@ from replaygate.instrumentation._store_db import (
     connect_store_db,
     resolve_store_url,
 )
+from replaygate.instrumentation._store_reads import TraceQuery, TraceReader, read_records
 from replaygate.instrumentation._store_rows import (
     TRACE_COLUMNS,
+    Execute,
     batch_trace_rows,
     build_records,
     feedback_value,
     id_chunks,
     normalize_trace_id,
+    read_feedback,
+    read_spans,
     record_from_row,
     record_to_row,
     trace_id_range,
@@ -184,6 +190,7 @@ __all__ = [
     "CaptureResult",
     "Chunk",
     "DEFAULT_STORE",
+    "Execute",
     "FAILURE_REASONS",
     "ConfigureOptions",
     "Instrumentation",
@@ -201,6 +208,8 @@ __all__ = [
     "TRACE_MIGRATIONS",
     "TRACE_SCHEMA_VERSION",
     "ToolCall",
+    "TraceQuery",
+    "TraceReader",
     "TraceRecord",
     "TraceStore",
     "TraceSummary",
@@ -233,6 +242,9 @@ __all__ = [
     "normalize_trace_id",
     "open_route",
     "ordered_reasons",
+    "read_feedback",
+    "read_records",
+    "read_spans",
     "record_feedback",
     "record_from_row",
     "record_retrieval",

@@ -2,7 +2,7 @@
 
 One SQLite file (WAL mode), by default ``.replaygate/replaygate.db``, else ``$REPLAYGATE_STORE`` (a path or a
 ``sqlite:///path`` URL). :class:`StoreSpanExporter` is the OpenTelemetry exporter that fills it;
-:class:`TraceStore` reads it back::
+:class:`TraceStore` reads it back (its reads are :class:`TraceReader`'s, the same on every store)::
 
     store = TraceStore()                      # or TraceStore("sqlite:///var/lib/agent/replaygate.db")
     for record in store.failures(reasons=["exception", "negative_feedback"], limit=20):
@@ -25,45 +25,42 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation._normalize import span_to_record
-from replaygate.instrumentation._records import SpanRecord, TraceRecord, ordered_reasons
+from replaygate.instrumentation._records import SpanRecord, ordered_reasons
 from replaygate.instrumentation._store_db import connect_store_db, resolve_store_path, write_transaction
+from replaygate.instrumentation._store_reads import TraceReader
 from replaygate.instrumentation._store_rows import (
     SPAN_COLUMNS,
     TRACE_COLUMNS,
     BatchRows,
-    build_records,
+    Execute,
     feedback_value,
     id_chunks,
     load_feedback,
     load_spans,
     marks,
-    normalize_trace_id,
     record_to_row,
-    time_filter,
-    trace_id_range,
-    where,
 )
 
 __all__ = ["StoreSpanExporter", "TraceStore"]
 
 _log = logging.getLogger("replaygate.instrumentation.store")
-_TRACE_COLUMNS = "trace_id, start_ns, end_ns"
+T = TypeVar("T")
 _INSERT_SPAN = f"INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) VALUES ({marks(11)})"
 _INSERT_TRACE = (
     f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) VALUES ({marks(len(TRACE_COLUMNS))})"
 )
 
 
-class TraceStore:
+class TraceStore(TraceReader):
     """Read and write the embedded trace store (SQLite, WAL mode, schema versioned).
 
     Args:
@@ -113,18 +110,6 @@ class TraceStore:
                 return write_transaction(conn, work)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot {what} in trace store {self.path}: {exc}") from exc
-
-    def _read(self, what: str, work: Any) -> Any:
-        with self._lock:
-            conn = self._connection()
-            try:
-                conn.execute("BEGIN")  # one snapshot for the whole read
-                try:
-                    return work(conn)
-                finally:
-                    conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot {what} from trace store {self.path}: {exc}") from exc
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -201,114 +186,19 @@ class TraceStore:
 
         self._write("record dropped spans", work)
 
-    # -- reading -------------------------------------------------------------------------------------
+    # -- reading: TraceReader's list_traces, failures, session_traces, get_trace, ... -----------------
 
-    def _records(
-        self, what: str, where: str, params: Sequence[Any], order: str, limit: int | None
-    ) -> list[TraceRecord]:
-        sql = f"SELECT {_TRACE_COLUMNS} FROM trace_traces t {where} ORDER BY {order}"
-        if limit is not None:
-            if limit < 1:
-                raise StoreError(f"limit must be at least 1, got {limit}")
-            sql += f" LIMIT {int(limit)}"
-
-        def work(conn: sqlite3.Connection) -> list[TraceRecord]:
-            rows = conn.execute(sql, params).fetchall()
-            ids = [row[0] for row in rows]
-            return build_records(rows, load_spans(conn, ids), load_feedback(conn, ids))
-
-        result: list[TraceRecord] = self._read(what, work)
-        return result
-
-    def list_traces(
-        self,
-        limit: int | None = 100,
-        since_ns: int | None = None,
-        until_ns: int | None = None,
-        session_id: str | None = None,
-        variant: str | None = None,
-    ) -> list[TraceRecord]:
-        """List stored traces newest first, optionally filtered by start time, session or variant."""
-        clauses, params = time_filter(since_ns, until_ns)
-        if session_id is not None:
-            clauses.append("t.session_id = ?")
-            params.append(session_id)
-        if variant is not None:
-            clauses.append("t.variant = ?")
-            params.append(variant)
-        return self._records("list traces", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
-
-    def failures(
-        self, reasons: Iterable[str] | None = None, since_ns: int | None = None, limit: int | None = 100
-    ) -> list[TraceRecord]:
-        """List failure candidates newest first; ``reasons`` keeps traces with any of those reasons."""
-        clauses, params = time_filter(since_ns, None)
-        clauses.insert(0, "t.failure = 1")
-        wanted = sorted(set(reasons or ()))
-        if wanted:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM json_each(t.failure_reasons) r "
-                f"WHERE r.value IN ({marks(len(wanted))}))"
-            )
-            params.extend(wanted)
-        return self._records("list failures", where(clauses), params, "t.start_ns DESC, t.trace_id", limit)
-
-    def session_traces(self, session_id: str) -> list[TraceRecord]:
-        """Every trace of one session (conversation), oldest first."""
-        return self._records(
-            "list a session", "WHERE t.session_id = ?", [session_id], "t.start_ns, t.trace_id", None
-        )
-
-    def get_trace(self, trace_id: str) -> TraceRecord:
-        """One trace with its spans, summary and feedback.
-
-        Raises:
-            StoreError: no trace with that id in this store.
-        """
-        trace = normalize_trace_id(trace_id)
-        found = self._records("read a trace", "WHERE t.trace_id = ?", [trace], "t.start_ns", 1)
-        if not found:
-            raise StoreError(
-                f"trace {trace} not found in trace store {self.path}: list stored traces with "
-                "`replaygate traces` (a trace is listed once its agent span has been exported)"
-            )
-        return found[0]
-
-    def resolve_trace_id(self, prefix: str) -> str:
-        """The full id of the one stored trace whose id starts with ``prefix`` (at least 6 hex characters).
-
-        Raises:
-            StoreError: no stored trace, or several, start with that prefix.
-        """
-        value, upper = trace_id_range(prefix)
-        if upper is None:
-            return value
-
-        def work(conn: sqlite3.Connection) -> list[str]:
-            rows = conn.execute(
-                "SELECT trace_id FROM trace_traces WHERE trace_id >= ? AND trace_id < ? LIMIT 2",
-                (value, upper),
-            )
-            return [row[0] for row in rows]
-
-        found: list[str] = self._read("look up a trace id", work)
-        if not found:
-            raise StoreError(
-                f"no trace id starting with {value} in trace store {self.path}: "
-                "list the stored traces with `replaygate traces`"
-            )
-        if len(found) > 1:
-            raise StoreError(f"several traces start with {value} in {self.path}: give more characters")
-        return found[0]
-
-    def count(self) -> int:
-        """The number of stored (listed) traces."""
-
-        def work(conn: sqlite3.Connection) -> int:
-            return int(conn.execute("SELECT COUNT(*) FROM trace_traces").fetchone()[0])
-
-        result: int = self._read("count traces", work)
-        return result
+    def _read(self, what: str, work: Callable[[Execute], T]) -> T:
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN")  # one snapshot for the whole read
+                try:
+                    return work(conn.execute)
+                finally:
+                    conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot {what} from trace store {self.path}: {exc}") from exc
 
 
 class StoreSpanExporter(SpanExporter):

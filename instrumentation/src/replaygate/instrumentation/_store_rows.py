@@ -12,7 +12,7 @@ import dataclasses
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from replaygate.instrumentation._errors import StoreError
@@ -41,12 +41,18 @@ __all__ = [
     "trace_row_values",
     "load_feedback",
     "load_spans",
+    "Execute",
+    "in_list",
+    "read_feedback",
+    "read_spans",
     "marks",
-    "time_filter",
     "upsert_trace",
-    "where",
     "with_feedback",
 ]
+
+#: Runs one SQL statement with named parameters (``:name``) and returns its rows, inside the caller's
+#: transaction: ``sqlite3.Connection.execute``, or SQLAlchemy's ``conn.execute(text(sql), params)``.
+Execute = Callable[[str, Mapping[str, Any]], Iterable[Sequence[Any]]]
 
 # one encoder for every row (json.dumps with options builds a new one per call)
 _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -185,25 +191,9 @@ def marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-def where(clauses: list[str]) -> str:
-    return ("WHERE " + " AND ".join(clauses)) if clauses else ""
-
-
 def _int64(value: int) -> int:
     """Clamp a time to SQLite's INTEGER range (times after 2262 do not fit in int64 nanoseconds)."""
     return max(-(2**63), min(2**63 - 1, int(value)))
-
-
-def time_filter(since_ns: int | None, until_ns: int | None) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if since_ns is not None:
-        clauses.append("t.start_ns >= ?")
-        params.append(_int64(since_ns))
-    if until_ns is not None:
-        clauses.append("t.start_ns < ?")
-        params.append(_int64(until_ns))
-    return clauses, params
 
 
 def id_chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
@@ -212,33 +202,54 @@ def id_chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
         yield ids[index : index + size]
 
 
-def load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
+def in_list(name: str, values: Sequence[Any], params: dict[str, Any]) -> str:
+    """``:name0, :name1, ...`` for an ``IN (...)``, filling ``params``."""
+    marks = []
+    for i, value in enumerate(values):
+        params[f"{name}{i}"] = value
+        marks.append(f":{name}{i}")
+    return ", ".join(marks)
+
+
+def read_spans(execute: Execute, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
+    """Every stored span of these traces, by trace id, each trace's in start order."""
     spans: dict[str, list[SpanRecord]] = {}
-    for part in id_chunks(trace_ids):
-        rows = conn.execute(
-            f"SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id IN ({marks(len(part))}) "
-            "ORDER BY start_ns, end_ns",
-            list(part),
+    for part in id_chunks(list(trace_ids)):
+        params: dict[str, Any] = {}
+        sql = (
+            f"SELECT {SPAN_COLUMNS} FROM trace_spans WHERE trace_id IN ({in_list('t', part, params)}) "
+            "ORDER BY start_ns, end_ns"
         )
-        for row in rows:
+        for row in execute(sql, params):
             record = record_from_row(row)
             spans.setdefault(record.trace_id, []).append(record)
     return spans
 
 
-def load_feedback(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+def read_feedback(execute: Execute, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every feedback of these traces (``score``, ``comment``, ``created_ns``), oldest first."""
     feedback: dict[str, list[dict[str, Any]]] = {}
-    for part in id_chunks(trace_ids):
-        rows = conn.execute(
-            f"SELECT trace_id, score, comment, created_ns FROM trace_feedback "
-            f"WHERE trace_id IN ({marks(len(part))}) ORDER BY created_ns, id",
-            list(part),
+    for part in id_chunks(list(trace_ids)):
+        params: dict[str, Any] = {}
+        sql = (
+            "SELECT trace_id, score, comment, created_ns FROM trace_feedback "
+            f"WHERE trace_id IN ({in_list('t', part, params)}) ORDER BY created_ns, id"
         )
-        for trace_id, score, comment, created_ns in rows:
+        for trace_id, score, comment, created_ns in execute(sql, params):
             feedback.setdefault(trace_id, []).append(
                 {"score": float(score), "comment": comment, "created_ns": int(created_ns)}
             )
     return feedback
+
+
+def load_spans(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
+    """:func:`read_spans` on an open ``sqlite3`` connection."""
+    return read_spans(conn.execute, trace_ids)
+
+
+def load_feedback(conn: sqlite3.Connection, trace_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """:func:`read_feedback` on an open ``sqlite3`` connection."""
+    return read_feedback(conn.execute, trace_ids)
 
 
 def trace_row_values(spans: Sequence[SpanRecord], scores: Iterable[float]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ endpoint) writes the next turn, every turn goes through the session, and the att
 """
 
 from replaygate.replay._artifacts import read_artifacts
+from replaygate.replay._attempt import Scorer
 from replaygate.replay._bounded import (
     MAX_YAML_BYTES,
     BoundedDictReader,
@@ -87,7 +88,7 @@ from replaygate.replay._measures import (
 )
 from replaygate.replay._merge import merge_runs
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
-from replaygate.replay._progress import ProgressLines
+from replaygate.replay._progress import ProgressCallback, ProgressLines
 from replaygate.replay._regex import needs_backtracking
 from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
 from replaygate.replay._run_summary import (
@@ -97,7 +98,7 @@ from replaygate.replay._run_summary import (
     summary_headline,
     summary_lines,
 )
-from replaygate.replay._run_summary_model import GuardrailSummary, RunSummary
+from replaygate.replay._run_summary_model import GuardrailSummary, RetrievalSummary, RunSummary
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -233,7 +234,10 @@ __all__ = [
     "RunFile",
     "RunFileError",
     "RunOptions",
+    "Scorer",
+    "ProgressCallback",
     "RunSummary",
+    "RetrievalSummary",
     "STATES",
     "Scenario",
     "ScenarioEntry",

@@ -1,8 +1,12 @@
 """Per-attempt artifacts (final response, messages, spans), one JSON line per attempt, best-effort.
 
 The artifacts of a run go to one file, ``<run file's folder>/<run id>/artifacts.jsonl``: one JSON object
-per line with ``scenario_id``, ``index``, ``trace_id``, ``answer``, ``label``, ``error``, ``messages``
-and ``spans``. Every attempt's ``artifact_path`` names that file; the line of an attempt is the one with
+per line with ``scenario_id``, ``index``, ``trace_id``, ``answer``, ``label``, ``error``, ``messages``,
+``spans``, ``conversation`` and ``format_version`` (the line's layout, :data:`ARTIFACTS_FORMAT_VERSION`).
+Each line carries its version, so line tools (``jq``, ``grep``) see only artifacts; :func:`read_artifacts`
+checks it with the versioned-file machinery (``upgrade_document``, as for the journal header): a line
+written before the version was recorded reads as version 1, another version is refused. Every
+attempt's ``artifact_path`` names that file; the line of an attempt is the one with
 its scenario id and index (``jq 'select(.scenario_id == "S" and .index == 0)' FILE``, or
 :func:`read_artifacts`). One file instead of one per attempt: creating thousands of small files costs
 more than the agent calls of a fast suite.
@@ -24,17 +28,30 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 import pydantic_core
 from replaygate.instrumentation import SpanRecord
 from replaygate.replay._batch_queue import STOP, next_batch
+from replaygate.replay._errors import RunFileError
+from replaygate.replay._versioned import Upgrade, upgrade_document
 
-__all__ = ["ARTIFACTS_FILE", "Artifact", "ArtifactWriter", "artifacts_path", "read_artifacts"]
+__all__ = [
+    "ARTIFACTS_FILE",
+    "ARTIFACTS_FORMAT_VERSION",
+    "Artifact",
+    "ArtifactWriter",
+    "artifacts_path",
+    "read_artifacts",
+]
 
 log = logging.getLogger("replaygate.replay")
 
 ARTIFACTS_FILE = "artifacts.jsonl"
+#: The layout of an artifact line (its ``format_version``).
+ARTIFACTS_FORMAT_VERSION: Final = 1
+#: A line written before the version was recorded is a version 1 line.
+ARTIFACTS_UPGRADES: Final[dict[int | None, Upgrade]] = {None: lambda raw: {**raw, "format_version": 1}}
 
 _Key = tuple[str, int]
 
@@ -57,13 +74,14 @@ class Artifact:
     messages: Sequence[Any] = ()
     spans: Sequence[SpanRecord] = ()
     conversation: Sequence[Any] = ()
+    format_version: int = ARTIFACTS_FORMAT_VERSION
 
     def line(self) -> bytes:
         """Return the artifact as a JSON line (UTF-8, ending with a newline); unknown values become text."""
         return pydantic_core.to_json(self, fallback=str) + b"\n"
 
 
-def _key_of(raw: bytes) -> tuple[_Key, dict[str, Any]] | None:
+def _key_of(raw: bytes, where: str) -> tuple[_Key, dict[str, Any]] | None:
     try:
         doc = json.loads(raw)
     except ValueError:
@@ -73,6 +91,15 @@ def _key_of(raw: bytes) -> tuple[_Key, dict[str, Any]] | None:
     index = doc.get("index")
     if not isinstance(index, int) or isinstance(index, bool):
         return None
+    if doc.get("format_version") != ARTIFACTS_FORMAT_VERSION:  # older (upgraded) or newer (refused)
+        doc = upgrade_document(
+            doc,
+            version=ARTIFACTS_FORMAT_VERSION,
+            upgrades=ARTIFACTS_UPGRADES,
+            path=where,
+            what="artifact line",
+            error=RunFileError,
+        )
     return (doc["scenario_id"], index), doc
 
 
@@ -81,17 +108,22 @@ def read_artifacts(path: str | os.PathLike[str]) -> dict[_Key, dict[str, Any]]:
 
     A torn last line (a run killed while writing) and lines that are not artifacts are ignored; when an
     attempt has more than one line, the last one wins.
+
+    Raises:
+        RunFileError: a line of a ``format_version`` this replaygate does not read.
     """
     with open(path, "rb") as fh:
-        return {key: doc for key, doc, _ in _artifact_lines(fh)}
+        return {key: doc for key, doc, _ in _artifact_lines(fh, path)}
 
 
-def _artifact_lines(fh: BinaryIO) -> Iterator[tuple[_Key, dict[str, Any], bytes]]:
+def _artifact_lines(
+    fh: BinaryIO, path: str | os.PathLike[str]
+) -> Iterator[tuple[_Key, dict[str, Any], bytes]]:
     """The artifact lines of an open file: (key, artifact, raw line), up to a torn last line."""
-    for raw in fh:
+    for number, raw in enumerate(fh, start=1):
         if not raw.endswith(b"\n"):
             break  # torn last line
-        found = _key_of(raw)
+        found = _key_of(raw, f"{path}:{number}")
         if found is not None:
             yield found[0], found[1], raw
 
@@ -111,7 +143,7 @@ def _keep_lines(path: Path, keep: Collection[_Key]) -> set[_Key]:
     except FileNotFoundError:
         return set()
     with fh:
-        kept = {key: raw for key, _, raw in _artifact_lines(fh) if key in keep}
+        kept = {key: raw for key, _, raw in _artifact_lines(fh, path) if key in keep}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as out:

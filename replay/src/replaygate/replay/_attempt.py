@@ -22,6 +22,7 @@ from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._deadlines import Deadlines
 from replaygate.replay._errors import TargetError
 from replaygate.replay._followups import converse, converse_blocking
+from replaygate.replay._judge_registry import Judge
 from replaygate.replay._measures import (
     LLM_CALLS_KEY,
     NO_LLM_CALLS,
@@ -32,7 +33,7 @@ from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._scenario_checks import Check
-from replaygate.replay._scoring import score_attempt
+from replaygate.replay._scoring import ScoreOutcome, score_attempt
 from replaygate.replay._simulator import Simulator, SimulatorError
 from replaygate.replay._target import Target, TargetOutput
 from replaygate.replay._turn_checks import run_turn_checks, split_turn_checks
@@ -41,7 +42,7 @@ __all__ = ["AttemptRunner", "BlockingCall", "Called", "Flight", "Returned", "Sco
 
 
 class Scorer(Protocol):
-    """The scoring seam (``score_attempt``): returns an object with the ``ScoreOutcome`` fields."""
+    """The scoring seam (``score_attempt``): scores one attempt into a :class:`ScoreOutcome`."""
 
     def __call__(
         self,
@@ -51,8 +52,8 @@ class Scorer(Protocol):
         label: str | None,
         summary: TraceSummary,
         latency_s: float,
-        judges: Mapping[str, Any],
-    ) -> Awaitable[Any]: ...
+        judges: Mapping[str, Judge],
+    ) -> Awaitable[ScoreOutcome]: ...
 
 
 def _error_measures(summary: TraceSummary, latency_s: float, declares_no_llm: bool = False) -> Measures:
@@ -161,7 +162,7 @@ class AttemptRunner:
         config: Mapping[str, Any],
         capture: Capture,
         scorer: Scorer,
-        judges: Mapping[str, Any],
+        judges: Mapping[str, Judge],
         timeout_s: float,
         run_id: str,
         artifacts: ArtifactWriter | None,

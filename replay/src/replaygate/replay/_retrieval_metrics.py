@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from replaygate.instrumentation import Chunk
+from replaygate.replay._run_summary_model import (
+    RetrievalMeans,
+    RetrievalSummary,
+    ScenarioRetrieval,
+    ThresholdReport,
+)
 from replaygate.replay._runfile import Attempt, RetrievalScores
 
 __all__ = [
@@ -123,38 +128,38 @@ def retrieval_metrics(
     )
 
 
-def mean_retrieval_scores(scores: Iterable[RetrievalScores]) -> dict[str, float] | None:
+def mean_retrieval_scores(scores: Iterable[RetrievalScores]) -> RetrievalMeans | None:
     """Aggregate (mean) retrieval metrics over attempts; None when there are none."""
     items = list(scores)
     if not items:
         return None
     n = len(items)
-    return {
-        "hit_rate": sum(s.hit_rate for s in items) / n,
-        "mrr": sum(s.mrr for s in items) / n,
-        "recall": sum(s.recall for s in items) / n,
-        "ndcg": sum(s.ndcg for s in items) / n,
-        "threshold_noop": float(sum(1 for s in items if s.threshold_noop)) / n,
-    }
+    return RetrievalMeans(
+        hit_rate=sum(s.hit_rate for s in items) / n,
+        mrr=sum(s.mrr for s in items) / n,
+        recall=sum(s.recall for s in items) / n,
+        ndcg=sum(s.ndcg for s in items) / n,
+        threshold_noop=float(sum(1 for s in items if s.threshold_noop)) / n,
+    )
 
 
-def _threshold_report(items: Sequence[RetrievalScores]) -> dict[str, Any] | None:
+def _threshold_report(items: Sequence[RetrievalScores]) -> ThresholdReport | None:
     reported = [s for s in items if s.threshold is not None]
     if not reported:
         return None
     counted = [s.filtered for s in reported if s.filtered is not None]
     filtered = sum(counted)
-    return {
-        "values": sorted({s.threshold for s in reported if s.threshold is not None}),
-        "attempts": len(reported),
-        "filtered": filtered if counted else None,
-        "attempts_filtering": sum(1 for n in counted if n > 0),
+    return ThresholdReport(
+        values=sorted({s.threshold for s in reported if s.threshold is not None}),
+        attempts=len(reported),
+        filtered=filtered if counted else None,
+        attempts_filtering=sum(1 for n in counted if n > 0),
         # A no-op for the run: the threshold reported how much it filtered and that was nothing, every time.
-        "noop": bool(counted) and filtered == 0,
-    }
+        noop=bool(counted) and filtered == 0,
+    )
 
 
-def retrieval_summary(attempts: Iterable[Attempt]) -> dict[str, Any] | None:
+def retrieval_summary(attempts: Iterable[Attempt]) -> RetrievalSummary | None:
     """Aggregate the retrieval metrics of a run's attempts, per scenario and overall.
 
     Only attempts with retrieval scores count (scenarios with confirmed labels). ``threshold`` reports the
@@ -162,7 +167,8 @@ def retrieval_summary(attempts: Iterable[Attempt]) -> dict[str, Any] | None:
     in how many attempts it filtered anything, and ``noop`` when it filtered nothing in any attempt.
 
     Returns:
-        ``{"attempts", "mean", "scenarios", "threshold"}`` (JSON-able), or None when no attempt was scored.
+        The summary (its JSON: ``attempts``, ``mean``, ``scenarios``, ``threshold``), or None when no
+        attempt was scored.
     """
     by_scenario: dict[str, list[RetrievalScores]] = {}
     for a in attempts:
@@ -172,15 +178,16 @@ def retrieval_summary(attempts: Iterable[Attempt]) -> dict[str, Any] | None:
     mean = mean_retrieval_scores(everything)
     if mean is None:
         return None
-    scenarios: dict[str, dict[str, Any]] = {}
+    scenarios: dict[str, ScenarioRetrieval] = {}
     for sid, items in sorted(by_scenario.items()):
-        row: dict[str, Any] = {"attempts": len(items), "k": max(s.k for s in items)}
-        row.update(mean_retrieval_scores(items) or {})
-        row["threshold"] = _threshold_report(items)
-        scenarios[sid] = row
-    return {
-        "attempts": len(everything),
-        "mean": mean,
-        "scenarios": scenarios,
-        "threshold": _threshold_report(everything),
-    }
+        means = mean_retrieval_scores(items)
+        assert means is not None  # every listed scenario has at least one scored attempt
+        scenarios[sid] = ScenarioRetrieval(
+            attempts=len(items),
+            k=max(s.k for s in items),
+            **means.model_dump(),
+            threshold=_threshold_report(items),
+        )
+    return RetrievalSummary(
+        attempts=len(everything), mean=mean, scenarios=scenarios, threshold=_threshold_report(everything)
+    )

@@ -15,6 +15,7 @@ from typing import Any
 
 from replaygate.replay._attempt import Scorer
 from replaygate.replay._errors import ReplayError
+from replaygate.replay._judge_registry import Judge
 from replaygate.replay._progress import ProgressCallback, ProgressLines
 from replaygate.replay._shard import parse_shard
 from replaygate.replay._simulator import Simulator
@@ -53,7 +54,7 @@ class RunOptions:
     concurrency: int = 8
     timeout_s: float = 60.0
     seed: int = 0
-    judges: Mapping[str, Any] | None = None
+    judges: Mapping[str, Judge] | None = None
     policy: Mapping[str, Any] | None = None
     resume: bool = False
     shard: str | tuple[int, int] | None = None

@@ -29,7 +29,7 @@ from replaygate.replay._journal import (
     read_journal,
     restore_journal,
 )
-from replaygate.replay._judges import create_judges
+from replaygate.replay._judges import Judge, create_judges
 from replaygate.replay._measures import declares_no_llm_calls
 from replaygate.replay._run_options import RunOptions
 from replaygate.replay._runfile import Attempt, Fingerprint, ScenarioEntry
@@ -93,7 +93,7 @@ class RunPlan:
 
     options: RunOptions
     config: dict[str, Any]
-    judges: dict[str, Any]
+    judges: dict[str, Judge]
     scorer: Scorer
     target: Target
     simulator: Simulator | None

@@ -12,7 +12,7 @@ loads with an empty one. The gate never reads the stored summary: it measures th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,8 +21,12 @@ __all__ = [
     "FailingAttempt",
     "FailureAttribution",
     "GuardrailSummary",
+    "RetrievalMeans",
+    "RetrievalSummary",
     "RunSummary",
     "ScenarioCounts",
+    "ScenarioRetrieval",
+    "ThresholdReport",
 ]
 
 
@@ -84,6 +88,48 @@ class GuardrailSummary(_Model):
     error_rate: float | None = None
 
 
+class RetrievalMeans(_Model):
+    """Mean retrieval metrics over attempts (``threshold_noop``: the share where the threshold was idle)."""
+
+    hit_rate: float
+    mrr: float
+    recall: float
+    ndcg: float
+    threshold_noop: float
+
+
+class ThresholdReport(_Model):
+    """What the retriever's similarity threshold did over the attempts that reported one."""
+
+    values: list[float]
+    attempts: int
+    filtered: int | None  # chunks removed in all; None when the retriever never said
+    attempts_filtering: int
+    noop: bool  # it reported what it filtered, and that was nothing, every time
+
+
+class ScenarioRetrieval(_Model):
+    """One scenario's retrieval metrics: its attempts with labels, its ``k``, the means, the threshold."""
+
+    attempts: int
+    k: int
+    hit_rate: float
+    mrr: float
+    recall: float
+    ndcg: float
+    threshold_noop: float
+    threshold: ThresholdReport | None = None
+
+
+class RetrievalSummary(_Model):
+    """A run's retrieval metrics: overall, per scenario, and whether the similarity threshold was a no-op."""
+
+    attempts: int
+    mean: RetrievalMeans
+    scenarios: dict[str, ScenarioRetrieval] = Field(default_factory=dict)
+    threshold: ThresholdReport | None = None
+
+
 class RunSummary(_Model):
     """A run at a glance, as stored in the run file (see the module docstring)."""
 
@@ -98,5 +144,5 @@ class RunSummary(_Model):
     attribution: FailureAttribution = Field(default_factory=FailureAttribution)
     guardrails: GuardrailSummary = Field(default_factory=GuardrailSummary)
     #: ``retrieval_summary``: per scenario, overall, and whether the similarity threshold was a no-op.
-    retrieval: dict[str, Any] | None = None
+    retrieval: RetrievalSummary | None = None
     capture_warnings: list[str] = Field(default_factory=list)

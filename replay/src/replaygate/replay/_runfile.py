@@ -88,6 +88,10 @@ class Fingerprint(_Model):
     simulator: dict[str, Any] | None = None  # kind, model, prompt_version, temperature, seed (follow-ups)
     judges: dict[str, JudgeSpec] | None = None
 
+    def config_id(self) -> str:
+        """The configuration the run names: its declared ``config_id``, else its configuration's hash."""
+        return str(self.declared_versions.get("config_id") or self.agent_config_hash)
+
 
 class ScenarioEntry(_Model):
     """A scenario as it was when the run started (enough to compare runs without the YAML)."""
@@ -257,7 +261,6 @@ def digest_of(run: RunFile, known: Mapping[tuple[str, int], tuple[Attempt, str]]
 def _free_form(run: RunFile) -> Iterator[tuple[Any, int]]:
     """The run file's free-form values and their depths (root 0), for the nesting limit."""
     yield run.policy, 1
-    yield run.summary.retrieval, 2  # the summary's only free-form part
     yield run.fingerprint.simulator, 2
     for attempt in run.attempts:
         for judge in attempt.judges:
