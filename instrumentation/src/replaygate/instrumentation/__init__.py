@@ -109,7 +109,8 @@ For replaygate's other parts (and tools of your own), everything is imported fro
 from its private modules: the attribute names are in the public module ``semconv``
 (``from replaygate.instrumentation import semconv``); the store's file and row format
 (``DEFAULT_STORE``, ``resolve_store_url``, ``connect_store_db``, ``TRACE_SCHEMA_VERSION``,
-``TRACE_MIGRATIONS``, ``record_to_row`` / ``record_from_row``, ``build_records``, ``batch_trace_rows``,
+``TRACE_MIGRATIONS``, ``record_to_row`` / ``record_from_row``, ``build_records``, ``batch_trace_rows``
+(``BatchRows``: the same rows, built before the write transaction),
 ``normalize_trace_id``, ``trace_id_range``, ``id_chunks``, ``feedback_value``, ``ordered_reasons``) so the
 control plane's SQL store writes the same rows; capture routes (``open_route``, ``close_route``,
 ``watch_known_providers``) for the replay engine; ``resolve_settings``, ``describe_destinations`` and
@@ -164,6 +165,7 @@ from replaygate.instrumentation._store_db import (
 )
 from replaygate.instrumentation._store_rows import (
     TRACE_COLUMNS,
+    BatchRows,
     batch_trace_rows,
     build_records,
     feedback_value,
@@ -208,6 +210,7 @@ __all__ = [
     "__version__",
     "absolute_store",
     "annotate_agent",
+    "BatchRows",
     "batch_trace_rows",
     "build_records",
     "call_cost",
