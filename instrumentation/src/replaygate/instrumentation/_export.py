@@ -31,6 +31,7 @@ from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._health import HEALTH, fault, logger
 from replaygate.instrumentation._redaction import Redactor
 from replaygate.instrumentation._spancopy import transform_record, transform_span
+from replaygate.instrumentation._store import StoreSpanExporter
 from replaygate.instrumentation._trace_routes import is_captured, route_end, route_start
 
 __all__ = ["MAX_HELD_TRACES", "ExportSink", "Pipeline", "Slot", "failure_signal", "sample_bound"]
@@ -126,9 +127,8 @@ class ExportSink:
             return self.dropped
 
     def _tell_dropped(self) -> None:
-        note = getattr(self.exporter, "note_dropped", None)
-        if note is not None and self.dropped:
-            note(self.dropped)
+        if isinstance(self.exporter, StoreSpanExporter) and self.dropped:
+            self.exporter.note_dropped(self.dropped)
 
     def offer(self, span: ReadableSpan) -> None:
         """Queue a finished span; count it as dropped when the queue is full or closed."""
@@ -178,7 +178,8 @@ class ExportSink:
     def _export(self, batch: Sequence[ReadableSpan]) -> None:
         # An exporter that takes records (the embedded store) gets them straight from the redaction
         # pass: each span is read into its record once, with no intermediate span copy.
-        export_records = getattr(self.exporter, "export_records", None)
+        store = self.exporter if isinstance(self.exporter, StoreSpanExporter) else None
+        export_records = store.export_records if store is not None else None
         ready: list[Any] = []
         redactions = 0
         for span in batch:
