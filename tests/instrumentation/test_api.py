@@ -63,6 +63,7 @@ EXPECTED = {
     "TRACE_MIGRATIONS",
     "TRACE_SCHEMA_VERSION",
     "absolute_store",
+    "BatchRows",
     "batch_trace_rows",
     "build_records",
     "close_route",

@@ -107,7 +107,7 @@ def test_audit_is_append_only(store_url) -> None:
 def test_schema_versions_and_newer_store_refused(store_url) -> None:
     store = Store(store_url)
     with store.read() as conn:
-        assert versions(conn) == (3, 2)
+        assert versions(conn) == (4, 2)
     with store.write() as conn:
         conn.execute(text("UPDATE store_schema SET version = 99"))
     store.close()
@@ -151,7 +151,7 @@ def test_a_version_1_sqlite_store_is_migrated_and_backfilled(tmp_path) -> None:
     conn.close()
     with TraceStore(path) as store:
         with store.store.read() as c:
-            assert versions(c) == (3, 2)
+            assert versions(c) == (4, 2)
             assert sorted(c.execute(text("SELECT empty FROM trace_traces")).scalars()) == [0, 1]
         assert len(store.failures(reasons=["empty_answer"])) == 1
 
@@ -179,7 +179,7 @@ def test_a_version_2_store_gets_the_canary_index(store_url) -> None:
     store = Store(store_url)
     try:
         with store.read() as conn:
-            assert versions(conn) == (3, 2)
+            assert versions(conn) == (4, 2)
             names = {i["name"] for i in inspect(conn).get_indexes("trace_traces")}
         assert "trace_traces_by_arm" in names and "trace_traces_by_variant" not in names
     finally:
@@ -221,3 +221,33 @@ def test_both_stores_read_through_one_path(store_url, tmp_path) -> None:
             with pytest.raises(StoreError, match=re.escape(f"not found in trace store {s.path}")):
                 s.get_trace("f" * 32)
         assert store.count() == embedded.count() == 6
+
+
+def test_a_version_3_sqlite_store_keeps_its_spans_in_the_v4_layout(tmp_path) -> None:
+    """v4 moves trace_spans from a WITHOUT ROWID table to a rowid table keyed by an index: same rows."""
+    from replaygate.instrumentation import TRACE_MIGRATIONS, record_to_row
+
+    path = tmp_path / "v3.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE trace_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)")
+    for version in (0, 1, 2):
+        for step in TRACE_MIGRATIONS[version]:
+            if callable(step):
+                step(conn)
+            else:
+                conn.execute(step)
+    conn.execute("INSERT INTO trace_schema VALUES (1, 3)")
+    records = _spans(3, fail_every=2)
+    rows = sorted(record_to_row(r) for r in records)
+    conn.executemany(f"INSERT INTO trace_spans VALUES ({', '.join('?' * 11)})", rows)
+    layout = "SELECT sql FROM sqlite_master WHERE name = 'trace_spans'"
+    assert "WITHOUT ROWID" in conn.execute(layout).fetchone()[0]
+    conn.close()
+    with TraceStore(path) as store:
+        with store.store.read() as c:
+            assert versions(c) == (4, 2)
+        store.write_spans(records)  # the same spans again: replaced, not duplicated
+    conn = sqlite3.connect(path)
+    assert "WITHOUT ROWID" not in conn.execute(layout).fetchone()[0]
+    assert sorted(conn.execute("SELECT * FROM trace_spans")) == rows
+    conn.close()

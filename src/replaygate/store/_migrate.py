@@ -99,6 +99,7 @@ def _migrate_traces_postgres(conn: Connection, version: int) -> None:
         conn.execute(text("DROP INDEX IF EXISTS trace_traces_by_variant"))
         for index in trace_traces.indexes:
             index.create(conn, checkfirst=True)
+    # v4 changed how SQLite lays out trace_spans (a rowid table); nothing changes on PostgreSQL.
     if version < TRACE_SCHEMA_VERSION:
         _set_version(conn, "trace_schema", TRACE_SCHEMA_VERSION)
 

@@ -61,7 +61,6 @@ trace_spans = Table(
     Column("status_message", Text),
     Column("attributes", Text, nullable=False),
     Column("events", Text, nullable=False),
-    sqlite_with_rowid=False,
 )
 trace_traces = Table(
     "trace_traces",

@@ -20,10 +20,10 @@ from typing import Any, Literal, TypeVar
 
 from replaygate.instrumentation import (
     TRACE_COLUMNS,
+    BatchRows,
     Execute,
     SpanRecord,
     TraceReader,
-    batch_trace_rows,
     feedback_value,
     id_chunks,
     ordered_reasons,
@@ -100,7 +100,10 @@ class TraceStore(TraceReader):
         """Store one batch in one transaction and refresh the rows of the traces it touches."""
         if not records:
             return
-        trace_ids = sorted({r.trace_id for r in records})
+        # What needs no stored data (span rows, the rows of traces whole in this batch) is built before
+        # the write transaction, so the database's lock is held for the SQL only.
+        batch = BatchRows(records)
+        trace_ids = batch.trace_ids
         rows = {
             (r.trace_id, r.span_id): dict(zip(_SPAN_NAMES, record_to_row(r), strict=True)) for r in records
         }
@@ -114,9 +117,7 @@ class TraceStore(TraceReader):
                 for row in conn.execute(select(_S.trace_id).distinct().where(_S.trace_id.in_(list(part))))
             }
             upsert(conn, trace_spans, list(rows.values()), ("trace_id", "span_id"))
-            values = batch_trace_rows(
-                records, prior, lambda ids: _load_spans(conn, ids), _load_feedback(conn, trace_ids)
-            )
+            values = batch.rows(prior, lambda ids: _load_spans(conn, ids), _load_feedback(conn, trace_ids))
             upsert(conn, trace_traces, [{c: v[c] for c in TRACE_COLUMNS} for v in values], ("trace_id",))
 
     def record_feedback(self, trace_id: str, score: float | bool, comment: str | None = None) -> None:

@@ -109,7 +109,8 @@ For replaygate's other parts (and tools of your own), everything is imported fro
 from its private modules: the attribute names are in the public module ``semconv``
 (``from replaygate.instrumentation import semconv``); the store's file and row format
 (``DEFAULT_STORE``, ``resolve_store_url``, ``connect_store_db``, ``TRACE_SCHEMA_VERSION``,
-``TRACE_MIGRATIONS``, ``record_to_row`` / ``record_from_row``, ``build_records``, ``batch_trace_rows``,
+``TRACE_MIGRATIONS``, ``record_to_row`` / ``record_from_row``, ``build_records``, ``batch_trace_rows``
+(``BatchRows``: the same rows, built before the write transaction),
 ``normalize_trace_id``, ``trace_id_range``, ``id_chunks``, ``feedback_value``, ``ordered_reasons``) so the
 control plane's SQL store writes the same rows, and the one read path (``TraceReader``, ``TraceQuery``,
 ``read_records``, ``read_spans``, ``read_feedback``, ``Execute``) so it reads the same records; capture
@@ -167,6 +168,7 @@ from replaygate.instrumentation._store_db import (
 from replaygate.instrumentation._store_reads import TraceQuery, TraceReader, read_records
 from replaygate.instrumentation._store_rows import (
     TRACE_COLUMNS,
+    BatchRows,
     Execute,
     batch_trace_rows,
     build_records,
@@ -217,6 +219,7 @@ __all__ = [
     "__version__",
     "absolute_store",
     "annotate_agent",
+    "BatchRows",
     "batch_trace_rows",
     "build_records",
     "call_cost",

@@ -20,6 +20,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
@@ -29,7 +30,8 @@ from opentelemetry.trace import StatusCode
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._health import HEALTH, fault, logger
 from replaygate.instrumentation._redaction import Redactor
-from replaygate.instrumentation._spancopy import transform_span
+from replaygate.instrumentation._spancopy import transform_record, transform_span
+from replaygate.instrumentation._store import StoreSpanExporter
 from replaygate.instrumentation._trace_routes import is_captured, route_end, route_start
 
 __all__ = ["MAX_HELD_TRACES", "ExportSink", "Pipeline", "Slot", "failure_signal", "sample_bound"]
@@ -89,6 +91,8 @@ class ExportSink:
         self._abandon = False
         self._busy = 0
         self._warned_at = float("-inf")
+        self._drop_lock = threading.Lock()
+        self.dropped = 0  # spans this sink dropped (queue full, closed, abandoned at shutdown)
         self._thread = self._start_worker()
         if hasattr(os, "register_at_fork"):
             # A forked child (gunicorn workers, multiprocessing) gets a fresh queue and worker thread.
@@ -108,19 +112,31 @@ class ExportSink:
 
     def _after_fork(self) -> None:
         self._queue = deque()
+        self._drop_lock = threading.Lock()
+        self.dropped = 0  # the child's own drops from here on
         self._wake = threading.Event()
         self._busy = 0
         if not self._closed:
             self._thread = self._start_worker()
 
+    def _count_dropped(self, n: int) -> int:
+        """Count ``n`` dropped spans (health and this sink's own total, which the store reports)."""
+        HEALTH.add("dropped_spans", n, exporter=self.name)
+        with self._drop_lock:
+            self.dropped += n
+            return self.dropped
+
+    def _tell_dropped(self) -> None:
+        if isinstance(self.exporter, StoreSpanExporter) and self.dropped:
+            self.exporter.note_dropped(self.dropped)
+
     def offer(self, span: ReadableSpan) -> None:
         """Queue a finished span; count it as dropped when the queue is full or closed."""
         if self._closed or len(self._queue) >= self._max_queue:
-            HEALTH.add("dropped_spans", exporter=self.name)
+            dropped = self._count_dropped(1)
             now = time.monotonic()
             if now - self._warned_at >= WARN_EVERY_S:  # at most one warning a minute, with the total
                 self._warned_at = now
-                dropped = HEALTH.snapshot()["exporters"].get(self.name, {}).get("dropped_spans", 0)
                 logger.warning(
                     "replaygate: the %s export queue is full (%d spans) or closed; %d spans dropped so far "
                     "(health()['dropped_spans']; `replaygate traces` shows the store's). Is the %s "
@@ -160,26 +176,38 @@ class ExportSink:
                 self._busy = 0
 
     def _export(self, batch: Sequence[ReadableSpan]) -> None:
-        ready: list[ReadableSpan] = []
+        # An exporter that takes records (the embedded store) gets them straight from the redaction
+        # pass: each span is read into its record once, with no intermediate span copy.
+        store = self.exporter if isinstance(self.exporter, StoreSpanExporter) else None
+        export_records = store.export_records if store is not None else None
+        ready: list[Any] = []
         redactions = 0
         for span in batch:
             try:
-                copy, n = transform_span(
-                    span, self._redactor, capture_content=self.capture_content, resource=self._resource
-                )
+                copy: Any
+                if export_records is not None:
+                    copy, n = transform_record(span, self._redactor, capture_content=self.capture_content)
+                else:
+                    copy, n = transform_span(
+                        span, self._redactor, capture_content=self.capture_content, resource=self._resource
+                    )
             except Exception as exc:  # noqa: BLE001 - a span that cannot be redacted is never exported
                 fault(f"redaction ({self.name})", exc)
-                HEALTH.add("dropped_spans", exporter=self.name)
+                self._count_dropped(1)
                 continue
             redactions += n
             ready.append(copy)
         HEALTH.add("redactions", redactions, exporter=self.name)
         if not self.capture_content:
             HEALTH.add("hashed_spans", len(ready), exporter=self.name)
+        self._tell_dropped()
         if not ready:
             return
         try:
-            result = self.exporter.export(ready)
+            if export_records is not None:
+                result = export_records(ready)
+            else:
+                result = self.exporter.export(ready)
         except Exception as exc:  # noqa: BLE001 - exporters must not kill the worker
             fault(f"exporter {self.name}", exc)
             result = SpanExportResult.FAILURE
@@ -215,6 +243,10 @@ class ExportSink:
         flushed = not self._thread.is_alive()
         if not flushed:
             self._abandon = True
+        left = self._take_all()  # abandoned: counted before the exporter's last report
+        if left:
+            self._count_dropped(left)
+        self._tell_dropped()
         try:
             # Interrupts an exporter stuck in retries (the OTLP exporters honour it).
             self.exporter.shutdown()
@@ -222,11 +254,20 @@ class ExportSink:
             fault(f"exporter {self.name} shutdown", exc)
         if not flushed:
             self._thread.join(0.2)
-        left = len(self._queue)
-        if left:
-            self._queue.clear()
-            HEALTH.add("dropped_spans", left, exporter=self.name)
-        return flushed and left == 0
+        late = self._take_all()
+        if late:
+            self._count_dropped(late)
+        return flushed and left + late == 0
+
+    def _take_all(self) -> int:
+        """Empty the queue, returning how many spans it held (each taken by one thread only)."""
+        n = 0
+        while True:
+            try:
+                self._queue.popleft()
+            except IndexError:
+                return n
+            n += 1
 
 
 class Pipeline(SpanProcessor):

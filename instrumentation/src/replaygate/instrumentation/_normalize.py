@@ -355,11 +355,16 @@ def span_record(
     )
 
 
-def span_to_record(span: ReadableSpan) -> SpanRecord:
-    """Convert a finished SDK span into a :class:`SpanRecord` (32/16-character lowercase hex ids)."""
+def span_to_record(span: ReadableSpan, *, attributes: Mapping[str, Any] | None = None) -> SpanRecord:
+    """Convert a finished SDK span into a :class:`SpanRecord` (32/16-character lowercase hex ids).
+
+    ``attributes`` replaces the span's own attributes (the exporters pass them with the derived ones
+    added, read once from the SDK's mapping).
+    """
     context = span.context
     plain = _PLAIN_TYPES
-    attributes = {k: v if type(v) in plain else jsonable(v) for k, v in (span.attributes or {}).items()}
+    source = (span.attributes or {}) if attributes is None else attributes
+    values = {k: v if type(v) in plain else jsonable(v) for k, v in source.items()}
     events = tuple(
         {
             "name": event.name,
@@ -374,12 +379,12 @@ def span_to_record(span: ReadableSpan) -> SpanRecord:
         span_id=format(context.span_id if context else 0, "016x"),
         parent_id=format(span.parent.span_id, "016x") if span.parent is not None else None,
         name=span.name,
-        kind=span_kind(attributes),
+        kind=span_kind(values),
         start_ns=start_ns,
         end_ns=int(span.end_time or start_ns),
         status=_STATUS.get(span.status.status_code, "unset"),  # type: ignore[arg-type]
         status_message=span.status.description or None,
-        attributes=attributes,
+        attributes=values,
         events=events,
     )
 

@@ -20,11 +20,13 @@ from replaygate.instrumentation._normalize import (
     is_content_event_attribute,
     llm_call_of,
     span_kind,
+    span_to_record,
 )
 from replaygate.instrumentation._prices import call_cost
+from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._redaction import Redactor
 
-__all__ = ["derived_attributes", "is_content_attribute", "transform_span"]
+__all__ = ["derived_attributes", "is_content_attribute", "transform_record", "transform_span"]
 
 
 def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,18 +159,53 @@ def transform_span(
         resource: a resource to report instead of the span's own (service name), or None.
     """
     source: Mapping[str, Any] = span.attributes or {}
-    derived = {**derived_attributes(source), **_cost_attributes(span, source)}
+    derived = _derived(span, source)
     if derived:
         source = {**source, **derived}
-    changed = resource is not None or bool(derived)
     if capture_content and not redactor.may_change(_texts(span, source)):
         # The common case: nothing to redact or hash, so only the derived attributes make a copy.
-        if not changed:
+        if resource is None and not derived:
             return span, 0
         attrs = dict(source)
         return _copy(
             span, name=span.name, attributes=attrs, events=span.events, status=span.status, resource=resource
         ), 0
+    return _transform(span, source, redactor, capture_content, resource, bool(derived))
+
+
+def transform_record(
+    span: ReadableSpan, redactor: Redactor, *, capture_content: bool
+) -> tuple[SpanRecord, int]:
+    """:func:`transform_span` straight to the store's record, and the number of redactions made.
+
+    The same record as ``span_to_record(transform_span(span, ...)[0])``, without the intermediate span
+    copy when nothing needs redacting: the SDK's attribute mapping is read once into a plain dict that
+    the derived attributes, the redaction check and the record all use.
+    """
+    attributes = dict(span.attributes or {})
+    derived = _derived(span, attributes)
+    if derived:
+        attributes.update(derived)
+    if capture_content and not redactor.may_change(_texts(span, attributes)):
+        return span_to_record(span, attributes=attributes), 0
+    copy, n = _transform(span, attributes, redactor, capture_content, None, bool(derived))
+    return span_to_record(copy), n
+
+
+def _derived(span: ReadableSpan, source: Mapping[str, Any]) -> dict[str, Any]:
+    return {**derived_attributes(source), **_cost_attributes(span, source)}
+
+
+def _transform(
+    span: ReadableSpan,
+    source: Mapping[str, Any],
+    redactor: Redactor,
+    capture_content: bool,
+    resource: Resource | None,
+    derived: bool,
+) -> tuple[ReadableSpan, int]:
+    """The full pass: redact every text (and hash content when capture is off), copying when changed."""
+    changed = resource is not None or derived
     total = 0
     attributes: dict[str, Any] = {}
     hashed = False

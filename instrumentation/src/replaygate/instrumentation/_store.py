@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation._errors import StoreError
-from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation._normalize import span_to_record
 from replaygate.instrumentation._records import SpanRecord, ordered_reasons
 from replaygate.instrumentation._store_db import connect_store_db, resolve_store_path, write_transaction
@@ -113,9 +112,15 @@ class TraceStore(TraceReader):
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def write_spans(self, records: Sequence[SpanRecord]) -> None:
-        """Store one batch of spans in one transaction and refresh the rows of the traces it touches."""
+    def write_spans(self, records: Sequence[SpanRecord], *, dropped: tuple[str, int] | None = None) -> None:
+        """Store one batch of spans in one transaction and refresh the rows of the traces it touches.
+
+        ``dropped`` is ``(source, total)``: also record, in the same transaction, that the process
+        ``source`` has dropped ``total`` spans so far (as :meth:`record_drops`).
+        """
         if not records:
+            if dropped is not None:
+                self.record_drops(*dropped)
             return
         # Everything that needs no stored data is built before the write lock is taken.
         rows = [record_to_row(r) for r in records]
@@ -134,6 +139,8 @@ class TraceStore(TraceReader):
             conn.executemany(_INSERT_SPAN, rows)
             values = batch.rows(prior, lambda ids: load_spans(conn, ids), load_feedback(conn, trace_ids))
             conn.executemany(_INSERT_TRACE, [tuple(v.values()) for v in values])
+            if dropped is not None:
+                _upsert_drops(conn, *dropped)
 
         self._write("write spans", work)
 
@@ -174,17 +181,7 @@ class TraceStore(TraceReader):
 
     def record_drops(self, source: str, dropped: int) -> None:
         """Report that the process ``source`` has dropped ``dropped`` spans so far (a running total)."""
-        now = time.time_ns()
-
-        def work(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO trace_drops (source, dropped, first_ns, updated_ns) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (source) DO UPDATE SET dropped = excluded.dropped, "
-                "updated_ns = excluded.updated_ns",
-                (source, int(dropped), now, now),
-            )
-
-        self._write("record dropped spans", work)
+        self._write("record dropped spans", lambda conn: _upsert_drops(conn, source, dropped))
 
     # -- reading: TraceReader's list_traces, failures, session_traces, get_trace, ... -----------------
 
@@ -199,6 +196,15 @@ class TraceStore(TraceReader):
                     conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot {what} from trace store {self.path}: {exc}") from exc
+
+
+def _upsert_drops(conn: sqlite3.Connection, source: str, dropped: int) -> None:
+    now = time.time_ns()
+    conn.execute(
+        "INSERT INTO trace_drops (source, dropped, first_ns, updated_ns) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (source) DO UPDATE SET dropped = excluded.dropped, updated_ns = excluded.updated_ns",
+        (source, int(dropped), now, now),
+    )
 
 
 class StoreSpanExporter(SpanExporter):
@@ -222,15 +228,35 @@ class StoreSpanExporter(SpanExporter):
         self.failed_spans = 0
         self.failed_batches = 0
         self.last_error: str | None = None
-        self._source = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
+        self._pid = -1
+        self._source = ""
         self._reported_drops = 0
+        self.dropped_spans = 0
+        self._new_source()
+
+    def _new_source(self) -> None:
+        """This process's name in ``trace_drops`` (a forked child gets its own, and counts from zero)."""
+        self._pid = os.getpid()
+        self._source = f"{socket.gethostname()}:{self._pid}:{time.time_ns()}"
+        self._reported_drops = 0
+        self.dropped_spans = 0
 
     def _report_drops(self) -> None:
-        """Write this process's drop count (queue full) to the store, where ``replaygate traces`` shows it."""
-        dropped = int(HEALTH.snapshot()["exporters"].get("store", {}).get("dropped_spans", 0))
-        if dropped > self._reported_drops and self._store is not None:
+        """Write this exporter's drop count to the store, where ``replaygate traces`` shows it."""
+        if self.dropped_spans > self._reported_drops and self._store is not None:
+            dropped = self.dropped_spans
             self._store.record_drops(self._source, dropped)
             self._reported_drops = dropped
+
+    def note_dropped(self, total: int) -> None:
+        """Set how many spans meant for this exporter its queue has dropped so far (a running total).
+
+        replaygate's export worker calls it; the count reaches the store with the next batch (in the
+        same transaction) or at shutdown.
+        """
+        if self._pid != os.getpid():
+            self._new_source()
+        self.dropped_spans = max(self.dropped_spans, int(total))
 
     def stats(self) -> dict[str, Any]:
         """Counters: exported spans, failed spans and batches, and the last error message."""
@@ -243,17 +269,29 @@ class StoreSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write one batch; returns FAILURE (never raises) when the store cannot take it."""
+        try:
+            records = [span_to_record(span) for span in spans]
+        except Exception as exc:  # noqa: BLE001 - nothing may reach the agent through the SDK
+            with self._lock:
+                return self._fail(len(spans), f"{type(exc).__name__}: {exc}")
+        return self.export_records(records)
+
+    def export_records(self, records: Sequence[SpanRecord]) -> SpanExportResult:
+        """Write one batch of span records (replaygate's export worker hands them over already built)."""
         with self._lock:
             if self._closed:
-                return self._fail(len(spans), "exporter is shut down")
+                return self._fail(len(records), "exporter is shut down")
             try:
-                records = [span_to_record(span) for span in spans]
+                if self._pid != os.getpid():
+                    self._new_source()
                 if self._store is None:
                     self._store = TraceStore(self._target)
-                self._store.write_spans(records)
-                self._report_drops()
+                dropped = self.dropped_spans if self.dropped_spans > self._reported_drops else None
+                self._store.write_spans(records, dropped=None if dropped is None else (self._source, dropped))
+                if dropped is not None:
+                    self._reported_drops = dropped
             except Exception as exc:  # noqa: BLE001 - nothing may reach the agent through the SDK
-                return self._fail(len(spans), f"{type(exc).__name__}: {exc}")
+                return self._fail(len(records), f"{type(exc).__name__}: {exc}")
             self.exported_spans += len(records)
             return SpanExportResult.SUCCESS
 
@@ -270,11 +308,13 @@ class StoreSpanExporter(SpanExporter):
         """Report the last drop count, close the store; later exports fail (and are counted)."""
         with self._lock:
             self._closed = True
+            try:
+                if self._store is None and self.dropped_spans > self._reported_drops:
+                    self._store = TraceStore(self._target)  # every span dropped: the count still goes in
+                self._report_drops()
+            except Exception:  # noqa: BLE001 - shutting down: nothing may reach the agent
+                pass
             if self._store is not None:
-                try:
-                    self._report_drops()
-                except Exception:  # noqa: BLE001 - shutting down: nothing may reach the agent
-                    pass
                 self._store.close()
                 self._store = None
 
