@@ -224,6 +224,10 @@ def main() -> None:
     print(f"{'page views':34} {len(page_times):12d}")
     print(f"{'page p50 / p95 (s)':34} {_quantile(page_times, 0.5):6.3f} / {_quantile(page_times, 0.95):.3f}")
     print(f"{'page view errors':34} {len(page_errors):12d} {'0':>16}")
+    from collections import Counter
+
+    for what, count in Counter(page_errors).most_common(5):
+        print(f"  {count:6d} x {what}")
 
 
 if __name__ == "__main__":
