@@ -20,7 +20,9 @@ def _expected(ctl: CanaryController, arm: str, start: int, end: int, bins: int) 
     return [arm_measures(b) for b in binned]
 
 
-def test_bins_match_every_trace_read_back(make_controller: Callable[..., CanaryController], traces: Any) -> None:
+def test_bins_match_every_trace_read_back(
+    make_controller: Callable[..., CanaryController], traces: Any
+) -> None:
     ctl = make_controller()
     ctl.start("dec-pass", actor="ana")
     traces.add("baseline", 30, latency_s=1.0)
@@ -37,7 +39,8 @@ def test_bins_match_every_trace_read_back(make_controller: Callable[..., CanaryC
         assert [m.counts for m in got[arm]] == [m.counts for m in want]
         assert [m.latency_p50 for m in got[arm]] == [m.latency_p50 for m in want]
         assert [m.cost_per_request for m in got[arm]] == [m.cost_per_request for m in want]
-    assert sum(m.n for m in got["baseline"]) == 50 and sum(m.counts["error_rate"] for m in got["baseline"]) == 20
+    assert sum(m.n for m in got["baseline"]) == 50
+    assert sum(m.counts["error_rate"] for m in got["baseline"]) == 20
     assert sum(m.counts["escalation_rate"] for m in got["candidate"]) == 10
 
 
