@@ -4,8 +4,9 @@ with 1k, 10k and 100k traces in the step, on SQLite and PostgreSQL, side by side
     uv run --locked python bench/canary_scale.py [--sizes 1000,10000,100000]
 
 Target: < 0.5 s at 100k on both, flat in the number of traces. Wall time and this process's CPU time are
-printed side by side (the wall time on a loaded machine is inflated; the CPU time much less so). Trace rows are inserted directly (the
-columns the writers compute), half per arm; groundedness sampling is off (it reads a fixed 4k traces).
+printed side by side (the wall time on a loaded machine is inflated; the CPU time much less so). Trace
+rows are inserted directly (the columns the writers compute), half per arm; groundedness sampling is off
+(it reads a fixed 4k traces).
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ def main() -> None:
         print(f"{n:15d} {cells} {ratios}")
     for k, v in results.items():
         at_max = v[-1][0]
-        print(f"{'PASS' if at_max < 0.5 else 'FAIL'}  {k}: {at_max:.3f} s at {sizes[-1]} traces (target < 0.5 s)")
+        verdict = "PASS" if at_max < 0.5 else "FAIL"
+        print(f"{verdict}  {k}: {at_max:.3f} s at {sizes[-1]} traces (target < 0.5 s)")
 
 
 if __name__ == "__main__":
