@@ -359,3 +359,30 @@ def test_choose_never_waits_on_a_slow_read(state_server: tuple[str, type[_StateH
         worst = max(worst, time.perf_counter() - t)
     assert worst < 0.5  # a blocking read would take the server's full second
     assert client.stats()["refreshes"] <= 3  # one refresh in flight at a time
+
+
+def test_a_failed_read_keeps_the_last_state_for_a_while_then_serves_the_baseline(
+    state_server: tuple[str, type[_StateHandler]],
+) -> None:
+    url, handler = state_server
+    handler.body = {"status": "promoted", "share": 1.0, "salt": "x", "candidate_config_id": "c", "version": 1}
+    now = [0.0]
+    client = RoutingClient(url, refresh_s=5, clock=lambda: now[0], background=False)
+    assert client.choose("u1").name == "candidate"  # read at t=0
+    handler.body = "not an object"  # type: ignore[assignment]
+    handler.etag = '"r1-2"'
+    now[0] = 5.0
+    assert client.choose("u2").name == "candidate"  # the read failed: the state of t=0 still serves
+    assert client.stats()["failures"] == 1
+    now[0] = 5.5
+    client.choose("u3")
+    assert client.stats()["refreshes"] == 2  # the retry waits a second, not a full refresh interval
+    now[0] = 6.0
+    assert client.choose("u4").name == "candidate" and client.stats()["refreshes"] == 3
+    now[0] = 15.0  # three refresh intervals after the last good read: too old to trust
+    assert client.choose("u5").name == "baseline"
+    assert client.stats()["failures"] == 3
+    handler.body = {"status": "promoted", "share": 1.0, "salt": "x", "candidate_config_id": "c", "version": 2}
+    now[0] = 16.0
+    assert client.choose("u6").name == "candidate"  # read again: serving again
+    assert client.stats()["last_error"] is None

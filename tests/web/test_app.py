@@ -241,3 +241,23 @@ def test_numbers_read_without_exponent_or_float_dust() -> None:
     assert significant(-1e-19, signed=True) == "+0"
     assert significant(None) == "—"
     assert significant(12.345) == "12.3"
+
+
+def test_page_views_share_one_look_per_state_and_see_another_workers_action_at_once(
+    env: Any, helpers: Any
+) -> None:
+    env.controller.start("dec-pass", actor="ana")
+    client = env.app.test_client()
+    helpers.login(client, "rita")
+    for _ in range(5):
+        assert "canary 1%" in client.get("/").get_data(as_text=True)
+    with env.app.app_context():
+        views = page_state().views
+    assert views.computed == 1  # five viewers, one computation of the measures
+    other = replaygate.canary.CanaryController(replaygate.canary.CanaryStore(env.path))  # another worker
+    try:
+        assert other.rollback(actor="ops", reason="refunds").outcome == "applied"
+    finally:
+        other.close()
+    page = client.get("/").get_data(as_text=True)
+    assert "rolled back" in page and views.computed == 2  # the state row is read on every view

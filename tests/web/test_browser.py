@@ -6,6 +6,7 @@ Needs ``/usr/bin/chromium`` (Debian: ``apt-get install chromium``); skipped with
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,8 +77,13 @@ def test_release_flow_in_chromium(page: Any, served: Any, helpers: Any) -> None:
     # live traffic arrives: the measures show both arms side by side, with intervals
     helpers.write(served.env.path, "baseline", 12, escalate_every=4)
     helpers.write(served.env.path, "candidate", 6, escalate_every=2)
-    page.reload()
-    header = page.text_content("#measures-table thead") or ""
+    deadline = time.monotonic() + 15  # the page's measures are recomputed at most every 5 s per worker
+    while True:
+        page.reload()
+        header = page.text_content("#measures-table thead") or ""
+        if "baseline (n=12)" in header or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert "baseline (n=12)" in header and "candidate (n=6)" in header
     row = page.text_content("#measures-table tr[data-measure=escalation_rate]") or ""
     assert "25.0%" in row and "50.0%" in row and "+25.0 pp [" in row

@@ -32,10 +32,12 @@ from replaygate.canary._machine import DEFAULT_PLAN, RolloutState, Transition
 from replaygate.canary._measures import (
     RATE_MEASURES,
     ArmData,
+    ArmMeasures,
     LiveMeasures,
     RequestSample,
     SeriesPoint,
     arm_data,
+    arm_from_data,
     failure_series,
     measures_from_arm_data,
     series_from_bins,
@@ -274,6 +276,28 @@ class CanaryController:
         base: list[RequestSample] = [sample_from_trace(r) for r in base_t]
         cand: list[RequestSample] = [sample_from_trace(r) for r in cand_t]
         return failure_series(base, cand, start, now + 1, bins)
+
+    def measure_bins(self, start_ns: int, end_ns: int, bins: int) -> dict[str, list[ArmMeasures]]:
+        """Each arm's measures in ``bins`` equal time bins of ``[start_ns, end_ns)`` (the page's series).
+
+        On a store the counts are aggregated in SQL and latency and cost come from a bounded sample
+        (:meth:`CanaryStore.binned_arm_data`); from another trace source, from its traces.
+        """
+        bins = max(1, bins)
+        if self._sql is not None:
+            data = self._sql.binned_arm_data(
+                start_ns, end_ns, bins, cost=calls_cost, sample_size=self.settings.sample_size
+            )
+            return {arm: [arm_from_data(d) for d in data[arm]] for arm in ("baseline", "candidate")}
+        width = max(1, (end_ns - start_ns) // bins + 1)
+        out: dict[str, list[ArmMeasures]] = {}
+        for arm, records in zip(("baseline", "candidate"), self._samples(start_ns, end_ns), strict=True):
+            binned: list[list[RequestSample]] = [[] for _ in range(bins)]
+            for sample in map(sample_from_trace, records):
+                if start_ns <= sample.start_ns < start_ns + width * bins:
+                    binned[min(bins - 1, (sample.start_ns - start_ns) // width)].append(sample)
+            out[arm] = [arm_from_data(arm_data(b)) for b in binned]
+        return out
 
     def audit(self, limit: int = 200) -> list[Any]:
         """The audit log, newest first."""

@@ -30,6 +30,7 @@ __all__ = [
     "RequestSample",
     "SeriesPoint",
     "arm_data",
+    "arm_from_data",
     "arm_measures",
     "compute_live_measures",
     "measures_from_arm_data",
@@ -205,7 +206,8 @@ def arm_data(samples: Sequence[RequestSample]) -> ArmData:
     )
 
 
-def _arm(data: ArmData) -> ArmMeasures:
+def arm_from_data(data: ArmData) -> ArmMeasures:
+    """The measures of one arm from its :class:`ArmData` (exact counts, sampled quantiles and costs)."""
     n = data.n
     rates: dict[str, float | None] = {
         name: (data.counts.get(name, 0) / n if n else None) for name in _RATE_FLAGS
@@ -231,7 +233,7 @@ def _arm(data: ArmData) -> ArmMeasures:
 
 def arm_measures(samples: Sequence[RequestSample]) -> ArmMeasures:
     """Aggregate one arm's samples."""
-    return _arm(arm_data(samples))
+    return arm_from_data(arm_data(samples))
 
 
 def _bootstrap(
@@ -371,7 +373,7 @@ def measures_from_arm_data(
     """
     from replaygate.stats import two_proportion_diff
 
-    b, c = _arm(baseline), _arm(candidate)
+    b, c = arm_from_data(baseline), arm_from_data(candidate)
     diffs: list[MeasureDiff] = []
     for name in _RATE_FLAGS:
         kind, worse, label = MEASURES[name]

@@ -12,7 +12,8 @@ alone); one more per arm reads a bounded uniform sample (by trace id, which is r
 LLM calls for the quantiles, the intervals and the cost, on both databases (an exact ``percentile_cont``
 sorts every request of the step: it cost more than the rest of a look at 100k traces). A look costs
 O(arms × measures) queries whatever the number of traces; the failure-rate series is one ``GROUP BY``
-over time bins.
+over time bins, and the page's per-measure series (:meth:`CanaryStore.binned_arm_data`) one ``GROUP BY``
+plus one bounded sample per arm.
 
 Routing clients read ``canary_state`` directly with stdlib ``sqlite3`` (``status``, ``share``, ``salt``,
 ``baseline_config_id``, ``candidate_config_id``, ``rollout_id``, ``version``): keep those columns.
@@ -288,6 +289,68 @@ class CanaryStore:
                     costs=known,
                     cost_unknown=len(costs) - len(known),
                 )
+        return out
+
+    def binned_arm_data(
+        self,
+        start_ns: int,
+        end_ns: int,
+        bins: int,
+        *,
+        cost: Callable[[str], float | None],
+        sample_size: int = DEFAULT_SAMPLE,
+    ) -> dict[str, list[ArmData]]:
+        """Per arm, one :class:`ArmData` per equal time bin of ``[start_ns, end_ns)`` (the page's series).
+
+        Counts are exact (one ``GROUP BY`` over arm and bin); latencies and costs come from one bounded
+        uniform sample per arm over the whole window (by trace id, as in :meth:`arm_data`), each sampled
+        request in its bin: a series costs the same at 1k and 100k traces.
+        """
+        bins = max(1, bins)
+        width = max(1, (end_ns - start_ns) // bins + 1)
+        window = self._window(start_ns, start_ns + width * bins)
+        index = ((_T.start_ns - literal(int(start_ns))) // literal(int(width))).label("bin")
+        flags = [func.coalesce(func.sum(_T[flag]), 0) for flag in RATE_MEASURES.values()]
+        query = select(_T.variant, index, func.count(), *flags).where(*window).group_by(_T.variant, index)
+        n = {arm: [0] * bins for arm in ARMS}
+        counts = {arm: [dict.fromkeys(RATE_MEASURES, 0) for _ in range(bins)] for arm in ARMS}
+        with self.store.read() as conn:
+            for variant, i, total, *flagged in conn.execute(query):
+                k = min(bins - 1, max(0, int(i)))
+                n[variant][k] += int(total)
+                for name, value in zip(RATE_MEASURES, flagged, strict=True):
+                    counts[variant][k][name] += int(value or 0)
+            samples: dict[str, list[Any]] = {}
+            for arm in ARMS:
+                clauses = [_T.variant == arm, *window[1:]]
+                total = sum(n[arm])
+                if total > sample_size:  # trace ids are random: a prefix bound is a uniform sample
+                    bound = format(min(16**8 - 1, int(16**8 * sample_size / total * 1.05)), "08x")
+                    clauses.append(_T.trace_id < bound)
+                samples[arm] = list(
+                    conn.execute(
+                        select(_T.start_ns, _T.latency_s, _T.llm_calls).where(*clauses).limit(sample_size)
+                    )
+                )
+        out: dict[str, list[ArmData]] = {}
+        for arm in ARMS:
+            latencies: list[list[float]] = [[] for _ in range(bins)]
+            costs: list[list[float | None]] = [[] for _ in range(bins)]
+            for started, latency, calls in samples[arm]:
+                k = min(bins - 1, max(0, (int(started) - start_ns) // width))
+                if latency is not None:
+                    latencies[k].append(float(latency))
+                costs[k].append(cost(calls))
+            out[arm] = [
+                ArmData(
+                    n=n[arm][k],
+                    counts=counts[arm][k],
+                    latencies=tuple(latencies[k]),
+                    costs=tuple(c for c in costs[k] if c is not None),
+                    cost_unknown=sum(1 for c in costs[k] if c is None),
+                )
+                for k in range(bins)
+            ]
         return out
 
     def failure_bins(self, start_ns: int, end_ns: int, bins: int) -> dict[str, tuple[list[int], list[int]]]:

@@ -58,15 +58,19 @@ def canary_state() -> Response:
     """The current canary state for routing clients (cached, see ``_state_cache``); 304 on a match."""
     state = _state_cache().get()
     config = web_config()
-    payload = state_json(state)
     full = _bearer_ok(config.read_token, config.api_token)
-    if not full:
-        payload = {k: v for k, v in payload.items() if k not in _PRIVATE}
-    response = jsonify(payload)
-    response.set_etag(f"{'full' if full else 'public'}-{state.rollout_id or 'none'}-{state.version}")
+    etag = f"{'full' if full else 'public'}-{state.rollout_id or 'none'}-{state.version}"
+    if etag in request.if_none_match:  # the client holds this state: no body to build
+        response = Response(status=304)
+    else:
+        payload = state_json(state)
+        if not full:
+            payload = {k: v for k, v in payload.items() if k not in _PRIVATE}
+        response = jsonify(payload)
+    response.set_etag(etag)
     response.headers["Vary"] = "Authorization"
     response.headers["Cache-Control"] = "no-cache"
-    return response.make_conditional(request)
+    return response
 
 
 @bp.route("/canary", methods=["POST"])

@@ -12,9 +12,9 @@ from typing import Any
 
 from flask import Flask, Response
 from flask_wtf.csrf import CSRFError
-from replaygate.instrumentation import ReplaygateError
+from replaygate.instrumentation import LlmCall, ReplaygateError, call_cost
 
-from replaygate.canary import WORDS
+from replaygate.canary import WORDS, RequestSample, compute_live_measures
 from replaygate.web import (
     _api,
     _audit,
@@ -56,6 +56,18 @@ def _config_from_env() -> WebConfig:
     except ReplaygateError as exc:  # a start-up error for a person, not a traceback
         print(f"replaygate web: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None
+
+
+def _warm_up() -> None:
+    """Load what a first look at the canary loads on demand (scipy.stats, the price table: seconds cold).
+
+    Run at start-up (before gunicorn forks its workers with ``--preload``), so the first page view of
+    each worker does not spend seconds importing while routing clients wait behind it.
+    """
+    base = [RequestSample(i, i == 0, False, i == 1, False, 0.1 + 0.01 * i, None) for i in range(8)]
+    head = [RequestSample(i, False, False, i == 2, False, 0.12 + 0.01 * i, None) for i in range(8)]
+    compute_live_measures(base, head)
+    call_cost(LlmCall("gpt-4o-mini", "openai", 1, 1, 0.0))  # loads genai-prices' table
 
 
 def _as_json(value: Any) -> str:
@@ -109,6 +121,8 @@ def create_app(config: WebConfig | Mapping[str, Any] | None = None) -> Flask:
         app.config["MAX_CONTENT_LENGTH"] = max(
             app.config["MAX_CONTENT_LENGTH"], config.collect.max_body_bytes
         )
+    if not config.testing:
+        _warm_up()
     if config.auto_check and not config.testing:
         start_scheduled_checks(app, config.check_interval_s)
     app.after_request(_security_headers)

@@ -1,24 +1,17 @@
 """Live canary measures over time, one series per measure and arm, with the rollout's markers.
 
 The rollout (from its start to now, or to the rollback) is cut into time bins; each bin aggregates the
-requests each arm served in it with the same code as the live measures (``arm_measures``), so a point
-on the chart is what the measures table would have shown for that slice. Markers are the applied
-start / widen / promote / rollback actions of this rollout from the audit log.
+requests each arm served in it with the same code as the live measures
+(``CanaryController.measure_bins``: counts in SQL, latency and cost from a bounded sample), so a point
+on the chart is what the measures table would have shown for that slice, at a cost flat in the traces.
+Markers are the applied start / widen / promote / rollback actions of this rollout from the audit log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replaygate.canary import (
-    MEASURES,
-    CanaryController,
-    Limit,
-    RequestSample,
-    RolloutState,
-    arm_measures,
-    sample_from_trace,
-)
+from replaygate.canary import MEASURES, CanaryController, Limit, RolloutState
 
 __all__ = ["Marker", "MeasurePoint", "MeasureSeries", "measure_series", "rollout_markers"]
 
@@ -67,14 +60,6 @@ def _window(state: RolloutState, now_ns: int) -> tuple[int, int] | None:
     return start, max(end, start) + 1
 
 
-def _bins(samples: list[RequestSample], start: int, width: int, bins: int) -> list[list[RequestSample]]:
-    out: list[list[RequestSample]] = [[] for _ in range(bins)]
-    for s in samples:
-        if start <= s.start_ns < start + width * bins:
-            out[min(bins - 1, (s.start_ns - start) // width)].append(s)
-    return out
-
-
 def measure_series(
     ctl: CanaryController, state: RolloutState, bins: int = 12, now_ns: int | None = None
 ) -> list[MeasureSeries]:
@@ -85,12 +70,7 @@ def measure_series(
     start, end = window
     bins = max(1, bins)
     width = max(1, (end - start) // bins + 1)
-    arms = {}
-    for arm in ("baseline", "candidate"):
-        records = ctl.traces.list_traces(limit=ctl.settings.max_traces, since_ns=start, variant=arm)
-        arms[arm] = [
-            m for m in map(arm_measures, _bins([sample_from_trace(r) for r in records], start, width, bins))
-        ]
+    arms = ctl.measure_bins(start, end, bins)  # aggregated in SQL on a store: flat in the traces
     out = []
     for name, (kind, higher_is_worse, label) in MEASURES.items():
         points = tuple(

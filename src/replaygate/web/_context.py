@@ -15,7 +15,7 @@ blueprints. Nothing here imports a blueprint or the app factory, so the page has
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any, TypeVar, cast
 
@@ -26,6 +26,7 @@ from replaygate.canary import CanaryController
 from replaygate.web._config import User, WebConfig
 from replaygate.web._gate_reports import ReportIndex
 from replaygate.web._state_cache import StateCache
+from replaygate.web._view_cache import ViewCache
 from replaygate.web._webstore import WebStore
 
 __all__ = [
@@ -71,6 +72,8 @@ class PageState:
     promoted: tuple[tuple[tuple[str, int], ...], dict[str, str]] | None = None
     #: ``GET /api/canary``'s cached rollout state (one read per second per worker)
     state_cache: StateCache | None = None
+    #: the page's canary views (status, charts), recomputed at most every few seconds per worker
+    views: ViewCache = field(default_factory=ViewCache)
 
 
 def page_state() -> PageState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from replaygate.web._context import controller, login_required
-from replaygate.web._rollout import measure_charts
+from replaygate.web._rollout import canary_view
 
 __all__ = ["bp"]
 
@@ -17,12 +17,12 @@ bp = Blueprint("measures", __name__)
 def measures() -> str:
     """The measures page (the same table as the rollout page, with the series)."""
     ctl = controller()
-    status = ctl.status()
+    status, charts = canary_view(ctl, bins=24)
     return render_template(
         "measures.html",
         status=status,
         state=status.state,
-        charts=measure_charts(ctl, status.state, bins=24),
+        charts=charts,
         tolerances=ctl.tolerances,
         rollback_alpha=ctl.settings.evidence.rollback_alpha,
         widen_alpha=ctl.settings.evidence.widen_alpha,

@@ -8,12 +8,25 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from markupsafe import Markup
 from werkzeug.wrappers import Response
 
-from replaygate.canary import CanaryController, CanaryError, RolloutState, Transition, parse_plan
+from replaygate.canary import (
+    CanaryController,
+    CanaryError,
+    CanaryStatus,
+    RolloutState,
+    Transition,
+    parse_plan,
+)
 from replaygate.web._canary_series import measure_series, rollout_markers
-from replaygate.web._context import controller, current_user, login_required, releaser_required
+from replaygate.web._context import (
+    controller,
+    current_user,
+    login_required,
+    page_state,
+    releaser_required,
+)
 from replaygate.web._svg import measure_chart
 
-__all__ = ["ROLLBACK_STATES", "bp", "decision_for", "measure_charts"]
+__all__ = ["ROLLBACK_STATES", "bp", "canary_view", "decision_for", "measure_charts"]
 
 #: States with something to roll back (the Roll back button is enabled only then).
 ROLLBACK_STATES = ("canary", "promoted")
@@ -44,6 +57,23 @@ def measure_charts(ctl: CanaryController, state: RolloutState, bins: int = 12) -
     return [measure_chart(s, markers, start, end) for s in measure_series(ctl, state, bins, now_ns=now)]
 
 
+def canary_view(ctl: CanaryController, bins: int) -> tuple[CanaryStatus, list[Markup]]:
+    """The current status and its charts, from the worker's view cache (see ``_view_cache``).
+
+    The state row is read fresh (one ``SELECT``); the measures and charts computed for that same state
+    are reused for a few seconds, so page views cost little whatever the traffic and the viewers.
+    """
+    state = ctl.state()
+
+    def compute() -> tuple[CanaryStatus, list[Markup]]:
+        status = ctl.status(state)  # reading only: the automatic check runs on a schedule
+        return status, measure_charts(ctl, status.state, bins=bins)
+
+    key = (state.rollout_id, state.status, state.version)
+    view: tuple[CanaryStatus, list[Markup]] = page_state().views.get(f"canary-{bins}", key, compute)
+    return view
+
+
 def _flash(t: Transition) -> None:
     if t.outcome == "applied":
         flash(f"{t.action}: {t.reason} — now {t.after.label()}.", "ok")
@@ -64,14 +94,14 @@ def _actor() -> str:
 def index() -> str:
     """The rollout page: state, shares, decision and fingerprints, measures, series, buttons."""
     ctl = controller()
-    status = ctl.status()  # reading only: the automatic check runs on a schedule (no GET changes state)
+    status, charts = canary_view(ctl, bins=12)  # no GET changes state; measures cached a few seconds
     return render_template(
         "index.html",
         status=status,
         state=status.state,
         decision=decision_for(status.state.decision_id),
         decisions=ctl.signed_decisions(),
-        charts=measure_charts(ctl, status.state),
+        charts=charts,
         tolerances=ctl.tolerances,
         rollback_alpha=ctl.settings.evidence.rollback_alpha,
         widen_alpha=ctl.settings.evidence.widen_alpha,

@@ -20,8 +20,11 @@ The canary state is read from the replaygate store (the ``canary_state`` table o
 ``sqlite3``, read-only) or from the release page's JSON endpoint (``GET /api/canary`` with ETag), and
 refreshed every ``refresh_s`` seconds. ``choose_variant`` never waits on a read: a stale state starts a
 refresh in a background thread (one at a time) and the last known state is served meanwhile (the
-baseline until the first read has answered). Routing is safe: when the state cannot be read (missing
-file, closed port, bad JSON), the baseline is served and the failure is counted (``RoutingClient.stats()``).
+baseline until the first read has answered). Routing is safe: a read that fails (missing file, closed
+port, timeout, bad JSON) is counted (``RoutingClient.stats()``) and retried within a second; the last
+state read keeps serving while it is younger than ``max_stale_s`` (three refresh intervals by default),
+so one slow answer does not move users between variants, and after that the baseline is served until a
+read succeeds again.
 
 Environment variables:
 
@@ -156,10 +159,12 @@ def _is_url(source: str) -> bool:
 class RoutingClient:
     """Reads the canary state from a store file or the page's URL, refreshed every ``refresh_s`` seconds.
 
-    Thread-safe. Any read failure serves the baseline until the next successful refresh; failures are
-    counted in :meth:`stats`. With ``background`` (the default), :meth:`state` and :meth:`choose` never
-    block: the first read starts at construction and later ones when the state is stale, each in a
-    background thread; with ``background=False`` a stale state is read in the caller's thread.
+    Thread-safe. A failed read is counted in :meth:`stats` and retried after ``min(refresh_s, 1)``
+    seconds; meanwhile the last state read serves while it is younger than ``max_stale_s`` (None: three
+    refresh intervals), then the baseline until a read succeeds. With ``background`` (the default),
+    :meth:`state` and :meth:`choose` never block: the first read starts at construction and later ones
+    when the state is stale, each in a background thread; with ``background=False`` a stale state is read
+    in the caller's thread.
     """
 
     def __init__(
@@ -171,6 +176,7 @@ class RoutingClient:
         clock: Callable[[], float] = time.monotonic,
         background: bool = True,
         token: str | None = None,
+        max_stale_s: float | None = None,
     ) -> None:
         self.source = os.fspath(source)
         self.background = background
@@ -178,7 +184,9 @@ class RoutingClient:
         self.token = token if token is not None else os.environ.get("REPLAYGATE_CANARY_TOKEN") or None
         self.refresh_s = float(refresh_s)
         self.timeout_s = float(timeout_s)
+        self.max_stale_s = 3 * self.refresh_s if max_stale_s is None else float(max_stale_s)
         self._clock = clock
+        self._good_at = float("-inf")  # when the state in use was last read successfully
         self._lock = threading.Lock()
         self._state = BASELINE_ONLY
         self._etag: str | None = None
@@ -239,7 +247,7 @@ class RoutingClient:
         return variant_for(self.state(), key)
 
     def stats(self) -> dict[str, Any]:
-        """Counters: refreshes, read failures, the last error, and the state in use."""
+        """Counters: refreshes (reads attempted), read failures, the last error, and the state in use."""
         with self._lock:
             return {
                 "source": self.source,
@@ -267,17 +275,21 @@ class RoutingClient:
 
     def _apply(self, state: RoutingState, etag: str | None, error: Exception | None) -> None:
         self._refreshes += 1
+        now = self._clock()
         if error is None:
             self._state = state
             self._etag = etag
+            self._good_at = now
             self._last_error = None
             return
         self._failures += 1
         if self._last_error is None:
             _log.warning("replaygate routing: cannot read canary state from %s: %s", self.source, error)
         self._last_error = f"{type(error).__name__}: {error}"
-        self._state = BASELINE_ONLY
-        self._etag = None
+        self._next_refresh = min(self._next_refresh, now + min(self.refresh_s, 1.0))  # retry soon
+        if now - self._good_at >= self.max_stale_s:  # too old to trust: serve the baseline
+            self._state = BASELINE_ONLY
+            self._etag = None
 
     def _read_url(self, etag: str | None, known: RoutingState) -> tuple[RoutingState, str | None]:
         import urllib.error  # noqa: PLC0415 - lazy: only a routing client reading a URL loads http/ssl/email
