@@ -22,6 +22,7 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "parse_scenario",
+    "parse_scenario_file",
     "save_scenario",
     "scenario_content_hash",
     "scenario_files",
@@ -202,6 +203,12 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         raw = p.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"{p}: cannot read the scenario file ({exc.strerror or exc})") from None
+    return parse_scenario_file(p, raw)
+
+
+def parse_scenario_file(path: str | os.PathLike[str], raw: bytes) -> Scenario:
+    """:func:`load_scenario` of a file's bytes already read (for a caller that also hashes them)."""
+    p = Path(path)
     if len(raw) > _MAX_BYTES:
         raise ScenarioError(f"{p}:1: scenario file larger than {_MAX_BYTES} bytes; split or shorten it")
     try:
