@@ -3,12 +3,14 @@
 Peers: Langfuse's ``@observe``, OpenInference's ``@tracer.agent`` / ``@tracer.chain``
 (openinference-instrumentation's ``OITracer``) and OpenLLMetry's ``@workflow`` (``traceloop-sdk``).
 
-All variants of one process run the same function, interleaved (each repetition times every variant
-in a shuffled order) so load changes on the machine hit them alike; the median over repetitions is
-reported. The manual span and ``@trace_agent`` share one SDK setup: the same TracerProvider and the same
-processors (replaygate's bounded batch pipeline in front of a no-op exporter). Langfuse's ``@observe``
-runs with dummy keys, its own provider and batch processor, and a no-op exporter, so nothing reaches
-the network (its host is a closed port on 127.0.0.1 in case anything tries).
+All variants of one process run the same function, interleaved (each repetition times every variant in a
+shuffled order) so load changes on the machine hit them alike; the median over repetitions is reported.
+Between blocks, untimed, the export queues drain and the heap is collected (``gc.collect()``), so no
+block pays for the spans or the garbage of the block before it (a peer's, as often as not). The manual
+span and ``@trace_agent`` share one SDK setup: the same TracerProvider and the same processors
+(replaygate's bounded batch pipeline in front of a no-op exporter). Langfuse's ``@observe`` runs with
+dummy keys, its own provider and batch processor, and a no-op exporter, so nothing reaches the network
+(its host is a closed port on 127.0.0.1 in case anything tries).
 
 Where each row runs: ``traceloop-sdk`` cannot be installed beside the workspace's OpenTelemetry SDK (see
 ``bench/_openllmetry_env.py``), so unless it is importable here the ``@workflow`` row runs in a second
@@ -27,6 +29,7 @@ the manual span and ``@trace_agent`` with valgrind, which the load does not chan
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -179,6 +182,9 @@ def settle() -> None:
     except Exception:  # noqa: BLE001 - langfuse missing or not configured
         pass
     time.sleep(0.02)
+    # Each block starts on a collected heap: the cycle collector's work for garbage one variant left behind
+    # (or for the peers' larger heaps) is not charged to whichever variant happens to run next.
+    gc.collect()
 
 
 def measure(variants: dict[str, Callable[[str, str], Any]]) -> tuple[dict[str, float], dict[str, float]]:
