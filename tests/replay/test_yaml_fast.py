@@ -167,6 +167,8 @@ def test_edited_documents_values_read_or_fail_the_same(data: Any, at: int, inser
         "a: !!null x\nb: ~\nc: null\nd: Null\ne:\n",
         "a: .inf\nb: -.Inf\nc: .nan\nd: 1e3\ne: 0.8\nf: 6.8523015e+5\n",
         "a: 2026-01-02\nb: 2026-01-02T03:04:05Z\nc: 2026-02-30\n",
+        "a: 2026-1-2\nb: 2026-13-01\nc: 2026-01-0x\n",
+        "a: 0.5\nb: .5\nc: 5.\nd: 1.2.3\ne: 1_0.5\nf: -0.5\ng: 00.5\nh: ٠.٥\n",
         "a: !!binary aGVsbG8=\n",
         "a: !unknown x\n",
         "a: yes\nb: No\nc: on\nd: OFF\ne: y\n",

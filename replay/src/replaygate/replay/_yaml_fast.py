@@ -18,6 +18,7 @@ node objects, and hands only the other scalars (numbers, dates, booleans, null, 
 
 from __future__ import annotations
 
+import datetime as dt
 from functools import lru_cache
 from typing import Any
 
@@ -154,6 +155,8 @@ _MAP = "tag:yaml.org,2002:map"
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _BOOLS = SafeConstructor.bool_values
 _RESOLVER = Resolver()  # read only: ``resolve`` of a plain scalar reads the class's implicit resolvers
 _CONSTRUCTOR = SafeConstructor()  # read only: its scalar functions read the node they are given
@@ -177,6 +180,10 @@ def _scalar(event: Any, tag: str) -> Any:
         return _BOOLS[raw.lower()]
     if tag == _INT and raw.isascii() and raw.isdigit() and (raw[0] != "0" or raw == "0"):
         return int(raw)  # plain decimal (no sign, octal, hex, '_' or sexagesimal): what it reads as
+    if tag == _FLOAT and raw.isascii() and raw.replace(".", "", 1).isdigit():
+        return float(raw)  # digits and one point (no sign, exponent, '_', .inf or sexagesimal)
+    if tag == _TIMESTAMP and len(raw) == 10 and raw[4] == "-" and raw[7] == "-":
+        return dt.date(int(raw[:4]), int(raw[5:7]), int(raw[8:10]))  # YYYY-MM-DD, as SafeConstructor
     build = _CONSTRUCTOR.yaml_constructors.get(tag)
     if build is None:
         raise NotFast  # an unknown tag: the slow path says so
