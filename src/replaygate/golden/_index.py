@@ -37,6 +37,7 @@ __all__ = [
     "index_entries",
     "index_entry",
     "index_file",
+    "index_prefix",
     "read_index",
     "relative_name",
     "verified_index",
@@ -124,14 +125,23 @@ def index_entry(
     )
 
 
-def relative_name(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` in ``/`` form, as the index names files (no pathlib on the way)."""
-    base = str(root)
+def relative_name(path: Path, root: Path, prefix: str | None = None) -> str:
+    """``path`` relative to ``root`` in ``/`` form, as the index names files (no pathlib on the way).
+
+    ``prefix``: :func:`index_prefix` of ``root``, when the caller names many files below it.
+    """
     name = str(path)
-    prefix = "" if base == "." else base.rstrip(os.sep) + os.sep
-    if name.startswith(prefix) and name != base:
+    if prefix is None:
+        prefix = index_prefix(root)
+    if name.startswith(prefix) and len(name) > len(prefix):
         return name[len(prefix) :].replace(os.sep, "/")
     return path.relative_to(root).as_posix()
+
+
+def index_prefix(root: Path) -> str:
+    """What :func:`relative_name` cuts off the files below ``root``."""
+    base = str(root)
+    return "" if base == "." else base.rstrip(os.sep) + os.sep
 
 
 def index_file(path: Path, root: Path) -> tuple[Scenario, IndexEntry | None]:
@@ -200,8 +210,9 @@ def verified_index(root: Path, files: Iterable[Path], index: dict[str, IndexEntr
     """The files whose bytes are still the ones indexed, with their entries (a changed file is left out)."""
     by_file = {e.file: (scenario_id, e) for scenario_id, e in index.items()}
     out: dict[Path, IndexEntry] = {}
+    prefix = index_prefix(root)
     for path in files:
-        found = by_file.get(relative_name(path, root))
+        found = by_file.get(relative_name(path, root, prefix))
         if found is None or found[0] != path.stem:
             continue
         try:

@@ -134,7 +134,10 @@ def read_lock_file(path: Path) -> tuple[dict[str, LockEntry], dict[str, IndexEnt
             f"{exc}; restore it from git or rebuild it with `replaygate scenarios lock` after checking "
             "every scenario's changelog"
         ) from None
-    entries = {k: LockEntry(**v.model_dump()) for k, v in doc.scenarios.items()}
+    entries = {
+        k: LockEntry(v.content_hash, v.state, v.changelog, v.changelog_hash, v.holdout)
+        for k, v in doc.scenarios.items()
+    }
     return entries, index_entries(doc.index)
 
 

@@ -27,7 +27,7 @@ from replaygate.replay import (
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._goldenset import GoldenSet
-from replaygate.golden._index import IndexEntry, file_hash, relative_name
+from replaygate.golden._index import IndexEntry, file_hash, index_prefix, relative_name
 
 __all__ = ["Selection", "select_golden"]
 
@@ -80,9 +80,10 @@ def select_golden(
     problems: list[str] = []
     where: dict[str, Path] = {}
     held_out = 0
+    prefix = index_prefix(golden.path)
     for path in files:
         raw = _read(path)
-        found = by_file.get(relative_name(path, golden.path)) if index else None
+        found = by_file.get(relative_name(path, golden.path, prefix)) if index else None
         entry = None
         if raw is not None and found is not None and found[0] == path.stem:
             entry = found[1] if file_hash(raw) == found[1].file_hash else None
