@@ -37,6 +37,7 @@ def test_private_all_is_pinned() -> None:
     assert sorted(_summary.__all__) == [
         "decode_json",
         "jsonable",
+        "row_summary",
         "span_kind",
         "span_to_record",
         "summarize_spans",

@@ -64,6 +64,8 @@ EXPECTED = {
     "content_hash",
     "load_run",
     "save_run",
+    "scan_run",
+    "attempts_digest",
     # scenarios
     "Scenario",
     "Check",

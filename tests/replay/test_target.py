@@ -1,5 +1,6 @@
 import asyncio
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -156,7 +157,56 @@ def test_thread_pool_hands_back_results_errors_and_context_and_drops_cancelled_c
         release.set()
         await asyncio.sleep(0.05)
         assert ran == ["next", "hang"]  # the cancelled call never ran; the late one ended on its own
-        assert len(pool._threads) == 2
+        assert pool.threads == 2
         pool.shutdown()
 
     asyncio.run(main())
+
+
+def test_the_one_thread_pool_also_serves_the_runners_loops_bounded_daemon_and_replaced_when_stuck() -> None:
+    import threading
+
+    from replaygate.replay._daemon_pool import DaemonThreadPool
+
+    pool = DaemonThreadPool(2)
+    release, gate = threading.Event(), threading.Event()
+    seen: list[tuple[str, str, bool]] = []
+    lock = threading.Lock()
+
+    def job(name: str, wait: threading.Event | None = None) -> None:
+        with lock:
+            seen.append((name, threading.current_thread().name, threading.current_thread().daemon))
+        if wait is not None:
+            wait.wait(5)
+
+    def ran() -> list[str]:
+        with lock:
+            return [name for name, _, _ in seen]
+
+    def soon(names: list[str]) -> bool:
+        for _ in range(500):
+            if set(names) <= set(ran()):
+                return True
+            time.sleep(0.01)
+        return False
+
+    try:
+        pool.spawn(lambda: job("hang", release))
+        pool.spawn(lambda: job("busy", gate))
+        assert soon(["hang", "busy"])
+        pool.spawn(lambda: job("queued"))
+        time.sleep(0.05)
+        assert sorted(ran()) == ["busy", "hang"]  # at the bound: it waits for a free thread
+        pool.give_up()  # the hung call is given up: one more thread may take its place
+        pool.spawn(lambda: job("after"))
+        assert soon(["hang", "busy", "queued", "after"])  # on the new thread, "busy" still holding its own
+        gate.set()
+        assert pool.threads == 3
+        assert all(daemon for _, _, daemon in seen)  # a hung call never keeps the process from exiting
+        assert {thread for _, thread, _ in seen} == {f"replaygate-target-{i}" for i in range(3)}
+    finally:
+        release.set()
+        gate.set()
+        pool.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.spawn(lambda: None)

@@ -30,6 +30,7 @@ from replaygate.gate import (
     drift_pair,
     gate_runs,
     load_policy,
+    load_run_data,
     load_runs_dir,
     unread_scenarios,
     verify_runs,
@@ -125,10 +126,10 @@ def gate_cmd(
     if unknown:
         raise click.UsageError(f"unknown --format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     policy = load_policy(policy_path)
-    b2 = load_run(baseline_2) if baseline_2 else None
-    head = load_run(candidate)
-    report = gate_runs(policy, load_run(baseline), head, b2, paths=(baseline, candidate, baseline_2))
-    report = _judge_agreement(report, policy, head, (candidate, baseline))
+    b2 = load_run_data(baseline_2) if baseline_2 else None
+    head = load_run_data(candidate)
+    report = gate_runs(policy, load_run_data(baseline), head, b2, paths=(baseline, candidate, baseline_2))
+    report = _judge_agreement(report, policy, head.judged_run(), (candidate, baseline))
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
     refuse_other_report(out, report.report_id)  # never delete or overwrite another report's files
     paths = write_reports(report, out, wanted)

@@ -7,6 +7,7 @@ Usage::
 
     policy = load_policy("gate-policy.yaml")
     report = gate_runs(policy, load_run("base.json"), load_run("head.json"), load_run("base2.json"))
+    # or, for big runs, load_run_data(path): what the gate reads of a run file, not its attempt objects
     report.outcome  # "pass" | "needs-sign-off" | "block", with report.findings (rule, message, fix)
 
     store = DecisionStore()  # REPLAYGATE_STORE (path or URL), default .replaygate/replaygate.db
@@ -57,6 +58,7 @@ from replaygate.gate._policy import (
     policy_hash,
 )
 from replaygate.gate._rules import check_policy_against_runs, evaluate_gate, gate_runs
+from replaygate.gate._run_data import RunData, load_run_data
 from replaygate.gate._signing import DECISION_OUTCOMES, check_signable, unread_scenarios
 from replaygate.gate._store import DecisionStore, Review, SignedDecision, resolve_store_url
 
@@ -85,6 +87,7 @@ __all__ = [
     "RULE_TITLES",
     "RateComparison",
     "Review",
+    "RunData",
     "RunDigest",
     "RunIntegrityError",
     "RunRef",
@@ -104,6 +107,7 @@ __all__ = [
     "heterogeneous_suite",
     "is_wider",
     "load_policy",
+    "load_run_data",
     "load_runs_dir",
     "policy_from_mapping",
     "policy_hash",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from replaygate.replay import Attempt, RunFile, ScenarioEntry
+from replaygate.replay import RunFile, ScenarioEntry, guardrail_measures
 
 from replaygate.gate._comparison_model import (
     Comparison,
@@ -28,6 +28,7 @@ from replaygate.gate._comparison_model import (
 from replaygate.gate._errors import ComparisonError
 from replaygate.gate._guardrails import compare_guardrails, with_noise
 from replaygate.gate._policy import Policy
+from replaygate.gate._run_data import MeasuredAttempt, RunData, ScenarioData, as_run_data
 from replaygate.gate._scenario_change import classify_scenarios, mark_flaky
 from replaygate.stats import (
     SCENARIO_TEST,
@@ -42,8 +43,6 @@ from replaygate.stats import (
 
 __all__ = ["check_comparable", "compare_runs"]
 
-_RETRIEVAL = ("hit_rate", "mrr", "recall", "ndcg")
-_ANSWER_CAP = 2000
 Counts = tuple[int, int]
 
 
@@ -72,13 +71,6 @@ def check_comparable(
         )
 
 
-def _by_scenario(run: RunFile) -> dict[str, list[Attempt]]:
-    out: dict[str, list[Attempt]] = {}
-    for a in run.attempts:
-        out.setdefault(a.scenario_id, []).append(a)
-    return {sid: sorted(rows, key=lambda a: a.index) for sid, rows in out.items()}
-
-
 def _side_problems(label: str, run_id: str, sid: str, attempts: int, scored: int, required: int) -> list[str]:
     if attempts < required:
         return [
@@ -90,27 +82,8 @@ def _side_problems(label: str, run_id: str, sid: str, attempts: int, scored: int
     return []
 
 
-def _failure_details(attempts: Sequence[Attempt]) -> list[str]:
-    details: list[str] = []
-    for a in attempts:
-        if a.status != "fail":
-            continue
-        details.extend(f"check {c.name}: {c.detail}".rstrip(": ") for c in a.checks if not c.passed)
-        details.extend(
-            f"judge {j.name} ({j.score:.2f}): {j.detail}".rstrip(": ") for j in a.judges if not j.passed
-        )
-    return list(dict.fromkeys(details))[:5]
-
-
-def _sample_answer(attempts: Sequence[Attempt]) -> str | None:
-    failing = [a.answer for a in attempts if a.status == "fail" and a.answer is not None]
-    answered = failing or [a.answer for a in attempts if a.answer is not None]
-    return answered[0][:_ANSWER_CAP] if answered else None
-
-
-def _stats(entry: ScenarioEntry, attempts: Sequence[Attempt], confidence: float) -> SideStats:
-    passed = sum(a.status == "pass" for a in attempts)
-    failed = sum(a.status == "fail" for a in attempts)
+def _stats(entry: ScenarioEntry, data: ScenarioData, confidence: float) -> SideStats:
+    passed, failed = data.passed, data.failed
     scored = passed + failed
     rate = low = high = None
     verdict = None
@@ -118,20 +91,22 @@ def _stats(entry: ScenarioEntry, attempts: Sequence[Attempt], confidence: float)
         rate = passed / scored
         low, high = wilson_interval(passed, scored, confidence)
         verdict = scenario_verdict(passed, scored, entry.must_pass, entry.threshold, confidence)
-    errs = list(dict.fromkeys(a.error or "error (no message)" for a in attempts if a.status == "error"))
     return SideStats(
-        attempts=len(attempts),
+        attempts=data.attempts,
         passed=passed,
         failed=failed,
-        errors=sum(a.status == "error" for a in attempts),
+        errors=data.errors,
         rate=rate,
         low=low,
         high=high,
         verdict=verdict,
-        error_messages=errs[:3],
-        failure_details=_failure_details(attempts),
-        sample_answer=_sample_answer(attempts),
+        error_messages=data.error_messages,
+        failure_details=data.failure_details,
+        sample_answer=data.sample_answer,
     )
+
+
+_NONE = ScenarioData()
 
 
 @dataclass
@@ -143,19 +118,18 @@ class _Side:
     """
 
     label: str
-    run: RunFile
+    run: RunData
     path: str | None
     entries: dict[str, ScenarioEntry]
-    attempts: dict[str, list[Attempt]]
     stats: dict[str, SideStats] = field(default_factory=dict)
     problems: dict[str, list[str]] = field(default_factory=dict)
     metrics: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     counts: dict[str, Counts] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, run: RunFile, label: str, path: str | None) -> _Side:
+    def of(cls, run: RunData, label: str, path: str | None) -> _Side:
         """The side of ``run``, nothing measured yet."""
-        return cls(label, run, path, {e.id: e for e in run.scenarios}, _by_scenario(run))
+        return cls(label, run, path, {e.id: e for e in run.entries})
 
     def measure(self, sid: str, required: int, confidence: float) -> None:
         """Measure scenario ``sid``: a scenario the run lacks is a problem and has no attempts."""
@@ -165,24 +139,30 @@ class _Side:
             self.problems[sid] = [f"scenario {sid} is missing from the {self.label} run {self.run.run_id}"]
             self.metrics[sid] = {}
             return
-        attempts = self.attempts.get(sid, [])
-        stats = _stats(entry, attempts, confidence)
+        data = self.run.scenarios.get(sid, _NONE)
+        stats = _stats(entry, data, confidence)
         self.stats[sid] = stats
         self.problems[sid] = _side_problems(
-            self.label, self.run.run_id, sid, len(attempts), stats.scored, required
+            self.label, self.run.run_id, sid, data.attempts, stats.scored, required
         )
-        self.metrics[sid] = _metric_values(attempts)
+        self.metrics[sid] = data.metrics
         if stats.scored:
             self.counts[sid] = (stats.passed, stats.scored)
 
-    def measured(self, sid: str) -> list[Attempt]:
+    def rows(self, sid: str) -> list[MeasuredAttempt]:
+        """The status and measures of each attempt of ``sid`` (in index order)."""
+        return self.run.scenarios.get(sid, _NONE).rows
+
+    def measured(self, sid: str) -> list[MeasuredAttempt]:
         """The attempts of ``sid`` that were measured (none when the run lacks the scenario)."""
-        return self.attempts.get(sid, []) if sid in self.entries else []
+        return self.rows(sid) if sid in self.entries else []
 
     def ref(self) -> RunRef:
         """Which run this side is, for the comparison's record."""
         return RunRef(
-            run_id=self.run.run_id, fingerprint=self.run.fingerprint.model_dump(mode="json"), path=self.path
+            run_id=self.run.run_id,
+            fingerprint=self.run.head.fingerprint.model_dump(mode="json"),
+            path=self.path,
         )
 
 
@@ -243,19 +223,6 @@ def _rate_group(
         noise_magnitude=magnitude,
         detectable_drop=detectable,
     )
-
-
-def _metric_values(attempts: Sequence[Attempt]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for a in attempts:
-        if a.status == "error":
-            continue
-        for j in a.judges:
-            out.setdefault(f"judge:{j.name}", []).append(j.score)
-        if a.retrieval is not None:
-            for m in _RETRIEVAL:
-                out.setdefault(f"retrieval:{m}", []).append(float(getattr(a.retrieval, m)))
-    return out
 
 
 def _graded_group(
@@ -402,7 +369,7 @@ def _graded(
     return graded
 
 
-def _counted(side: _Side, scenarios: Sequence[ScenarioComparison]) -> list[Attempt]:
+def _counted(side: _Side, scenarios: Sequence[ScenarioComparison]) -> list[MeasuredAttempt]:
     return [a for s in scenarios if s.counts for a in side.measured(s.id)]
 
 
@@ -411,10 +378,12 @@ def _guardrails(
 ) -> tuple[list[GuardrailComparison], ErrorSummary]:
     """The guardrails (with the noise between the two baselines) and the errors, over counted scenarios."""
     b_counted, h_counted = _counted(base, scenarios), _counted(head, scenarios)
-    guardrails = compare_guardrails(b_counted, h_counted, confidence)
+    b_measures = guardrail_measures(b_counted)
+    guardrails = compare_guardrails(b_counted, h_counted, confidence, base_measures=b_measures)
     if noise is not None:
-        n_counted = [a for s in scenarios if s.counts for a in noise.attempts.get(s.id, [])]
-        guardrails = with_noise(guardrails, compare_guardrails(b_counted, n_counted, confidence))
+        n_counted = [a for s in scenarios if s.counts for a in noise.rows(s.id)]
+        noise_rails = compare_guardrails(b_counted, n_counted, confidence, base_measures=b_measures)
+        guardrails = with_noise(guardrails, noise_rails)
     errors = ErrorSummary(
         base_errors=sum(a.status == "error" for a in b_counted),
         base_attempts=len(b_counted),
@@ -427,9 +396,9 @@ def _guardrails(
 
 
 def compare_runs(
-    base: RunFile,
-    head: RunFile,
-    noise: RunFile | None = None,
+    base: RunFile | RunData,
+    head: RunFile | RunData,
+    noise: RunFile | RunData | None = None,
     policy: Policy | None = None,
     *,
     paths: tuple[str | None, str | None, str | None] = (None, None, None),
@@ -437,7 +406,7 @@ def compare_runs(
     """Compare a baseline run with a candidate run, scenario by scenario, by category and overall.
 
     Args:
-        base: the baseline run.
+        base: the baseline run (a :class:`RunFile`, or a :class:`RunData` read by ``load_run_data``).
         head: the candidate run.
         noise: a second run of the baseline configuration, for the noise floor.
         policy: alpha, permutation count and seed (defaults when None).
@@ -448,13 +417,15 @@ def compare_runs(
     """
     policy = policy or Policy()
     conf = policy.confidence
-    check_comparable(base, head)
-    if noise is not None:
-        check_comparable(base, noise, "baseline", "second baseline")
-    k = base.fingerprint.k
-    b = _Side.of(base, "baseline", paths[0])
-    h = _Side.of(head, "candidate", paths[1])
-    n = _Side.of(noise, "second baseline", paths[2]) if noise is not None else None
+    bd, hd = as_run_data(base), as_run_data(head)
+    nd = as_run_data(noise) if noise is not None else None
+    check_comparable(bd.head, hd.head)
+    if nd is not None:
+        check_comparable(bd.head, nd.head, "baseline", "second baseline")
+    k = bd.head.fingerprint.k
+    b = _Side.of(bd, "baseline", paths[0])
+    h = _Side.of(hd, "candidate", paths[1])
+    n = _Side.of(nd, "second baseline", paths[2]) if nd is not None else None
     scenarios, problems = _scenario_rows([b, h] if n is None else [b, h, n], k, conf)
     scenarios, family, scenario_drop = classify_scenarios(scenarios, policy)
     scenarios, flaky_share = mark_flaky(scenarios, policy) if n is not None else (scenarios, None)
@@ -482,7 +453,7 @@ def compare_runs(
         baseline=b.ref(),
         candidate=h.ref(),
         noise_run=n.ref() if n is not None else None,
-        suite_hash=base.fingerprint.suite_hash,
+        suite_hash=bd.head.fingerprint.suite_hash,
         k=k,
         confidence=conf,
         noise=noise_info,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replaygate.replay import Attempt, guardrail_measures, scored_attempts
+from replaygate.replay import GuardrailMeasures, guardrail_measures, scored_attempts
 
 from replaygate.gate._comparison_model import GuardrailComparison
+from replaygate.gate._run_data import MeasuredAttempt
 from replaygate.stats import mann_whitney, two_proportion_diff
 
 __all__ = ["compare_guardrails", "with_noise"]
@@ -56,8 +57,12 @@ def _rate(name: str, base: Sequence[bool], head: Sequence[bool], confidence: flo
     return _make(name, "rate", diff.base_rate, diff.head_rate, diff.p_value if nb and nh else None, nb, nh)
 
 
-def _cost(base: Sequence[Attempt], head: Sequence[Attempt]) -> GuardrailComparison:
-    b, h = guardrail_measures(base), guardrail_measures(head)
+def _cost(
+    base: Sequence[MeasuredAttempt],
+    head: Sequence[MeasuredAttempt],
+    b: GuardrailMeasures,
+    h: GuardrailMeasures,
+) -> GuardrailComparison:
     b_known = [a.measures.cost_usd for a in scored_attempts(base) if a.measures.cost_usd is not None]
     h_known = [a.measures.cost_usd for a in scored_attempts(head) if a.measures.cost_usd is not None]
     notes = [f"{side}: {m.cost_note}" for side, m in (("baseline", b), ("candidate", h)) if m.cost_note]
@@ -70,20 +75,26 @@ def _cost(base: Sequence[Attempt], head: Sequence[Attempt]) -> GuardrailComparis
 
 
 def compare_guardrails(
-    base: Sequence[Attempt], head: Sequence[Attempt], confidence: float = 0.95
+    base: Sequence[MeasuredAttempt],
+    head: Sequence[MeasuredAttempt],
+    confidence: float = 0.95,
+    *,
+    base_measures: GuardrailMeasures | None = None,
 ) -> list[GuardrailComparison]:
     """Compare the guardrail measures of the counted attempts of two runs (higher is worse for all).
 
     Cost, latency, escalation and empty answers use the scored attempts (errors are measured by the error
-    rate, over every attempt). An unknown price makes the cost unknown (never 0).
+    rate, over every attempt). An unknown price makes the cost unknown (never 0). ``base_measures``:
+    ``guardrail_measures(base)`` when already measured (the baseline is compared twice).
     """
     b_ok, h_ok = scored_attempts(base), scored_attempts(head)
-    b_m, h_m = guardrail_measures(base), guardrail_measures(head)
+    b_m = base_measures if base_measures is not None else guardrail_measures(base)
+    h_m = guardrail_measures(head)
     b_lat = [a.measures.latency_s for a in b_ok]
     h_lat = [a.measures.latency_s for a in h_ok]
     lat_p = mann_whitney(b_lat, h_lat).p_value if b_lat and h_lat else None
     return [
-        _cost(base, head),
+        _cost(base, head, b_m, h_m),
         _make("latency_p50", "s", b_m.latency_p50_s, h_m.latency_p50_s, lat_p, len(b_lat), len(h_lat)),
         _make("latency_p95", "s", b_m.latency_p95_s, h_m.latency_p95_s, lat_p, len(b_lat), len(h_lat)),
         _rate(

@@ -29,13 +29,13 @@ from replaygate.replay import (
     RunFileError,
     ScenarioEntry,
     attempt_digest,
-    digest_of,
     journal_path,
     read_journal,
     suite_hash_of,
 )
 
 from replaygate.gate._errors import GateError
+from replaygate.gate._run_data import RunData, as_run_data
 
 __all__ = ["RunDigest", "RunIntegrityError", "expected_counts", "verify_run", "verify_runs"]
 
@@ -70,12 +70,17 @@ def _few(items: Sequence[str]) -> str:
     return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
 
 
-def verify_run(run: RunFile, label: str, path: str | os.PathLike[str] | None = None) -> RunDigest:
+def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] | None = None) -> RunDigest:
     """Check one run against the plan it records (see the module docstring); return its digests.
+
+    ``run`` is a :class:`RunFile` or what ``load_run_data`` read of one (the same checks, on the
+    attempts' keys and digests).
 
     Raises:
         RunIntegrityError: the first broken rule, naming the run (and file), the scenario or attempt.
     """
+    data = as_run_data(run)
+    run = data.head
     where = f"the {label} run {run.run_id}" + (f" ({path})" if path is not None else "")
 
     def refuse(what: str) -> RunIntegrityError:
@@ -108,27 +113,27 @@ def verify_run(run: RunFile, label: str, path: str | os.PathLike[str] | None = N
         )
     entries = {e.id: e for e in run.scenarios}
     seen: Counter[tuple[str, int]] = Counter()
-    for a in run.attempts:
-        entry = entries.get(a.scenario_id)
+    for sid, index in data.keys:
+        entry = entries.get(sid)
         if entry is None:
-            raise refuse(f"attempt {a.scenario_id}#{a.index} is of a scenario the run does not list")
-        if not 0 <= a.index < entry.repeats:
-            raise refuse(f"attempt {a.scenario_id}#{a.index} is outside 0..{entry.repeats - 1}")
-        seen[(a.scenario_id, a.index)] += 1
+            raise refuse(f"attempt {sid}#{index} is of a scenario the run does not list")
+        if not 0 <= index < entry.repeats:
+            raise refuse(f"attempt {sid}#{index} is outside 0..{entry.repeats - 1}")
+        seen[(sid, index)] += 1
     dup = [f"{s}#{i}" for (s, i), n in sorted(seen.items()) if n > 1]
     if dup:
         raise refuse(f"attempt {_few(dup)} appears more than once")
     missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
     if missing:
         raise refuse(f"attempt {_few(missing)} is missing (resume the run: replaygate run --resume)")
-    digest = digest_of(run)
+    digest = data.digest
     if run.attempts_digest is not None and run.attempts_digest != digest:
         raise refuse(f"its attempts hash to {digest}, not the digest {run.attempts_digest} it recorded")
-    return RunDigest(run_id=run.run_id, run_file=digest, journal=_journal_digest(run, path, refuse))
+    return RunDigest(run_id=run.run_id, run_file=digest, journal=_journal_digest(data, path, refuse))
 
 
 def _journal_digest(
-    run: RunFile, path: str | os.PathLike[str] | None, refuse: Callable[[str], RunIntegrityError]
+    run: RunData, path: str | os.PathLike[str] | None, refuse: Callable[[str], RunIntegrityError]
 ) -> str | None:
     if path is None:
         return None
@@ -142,12 +147,12 @@ def _journal_digest(
     if state.header.get("run_id") != run.run_id:
         return None  # the journal of a later run into the same --out: not this file's
     journal = state.digest
-    if journal != digest_of(run):
+    if journal != run.digest:
         by_key = {(a.scenario_id, a.index): attempt_digest(a) for a in state.attempts}
         edited = [
-            f"{a.scenario_id}#{a.index}"
-            for a in run.attempts
-            if by_key.get((a.scenario_id, a.index)) != attempt_digest(a)
+            f"{sid}#{index}"
+            for (sid, index), digest in zip(run.keys, run.digests, strict=True)
+            if by_key.get((sid, index)) != digest
         ]
         raise refuse(
             f"its attempts differ from its journal {jpath} (digest {journal}): attempt "
@@ -157,7 +162,7 @@ def _journal_digest(
 
 
 def verify_runs(
-    runs: Sequence[tuple[str, RunFile]], paths: Sequence[str | os.PathLike[str] | None] = ()
+    runs: Sequence[tuple[str, RunFile | RunData]], paths: Sequence[str | os.PathLike[str] | None] = ()
 ) -> dict[str, RunDigest]:
     """:func:`verify_run` for each ``(label, run)``, with its path when known; digests by label."""
     out: dict[str, RunDigest] = {}

@@ -33,6 +33,7 @@ from replaygate.gate._errors import PolicyError, PolicyWidenedError
 from replaygate.gate._gate_model import Finding, GateOutcome, GateReport
 from replaygate.gate._integrity import verify_runs
 from replaygate.gate._policy import GuardrailTolerance, Policy, is_wider, policy_from_mapping, policy_hash
+from replaygate.gate._run_data import RunData, as_run_data
 
 __all__ = ["check_policy_against_runs", "evaluate_gate", "gate_runs", "make_report_id"]
 
@@ -412,22 +413,26 @@ def evaluate_gate(
 
 def gate_runs(
     policy: Policy,
-    baseline: RunFile,
-    candidate: RunFile,
-    baseline_2: RunFile | None = None,
+    baseline: RunFile | RunData,
+    candidate: RunFile | RunData,
+    baseline_2: RunFile | RunData | None = None,
     *,
     paths: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> GateReport:
     """Check the runs' integrity and the policy against them, compare, apply the gate (``replaygate gate``).
 
+    Each run is a :class:`RunFile` or what :func:`load_run_data` read of a run file (the same report).
+
     Raises:
         RunIntegrityError: a run is not the plan it records (see :mod:`._integrity`).
     """
-    runs = [("candidate", candidate), ("baseline", baseline)]
-    if baseline_2 is not None:
-        runs.append(("second baseline", baseline_2))
+    base, head = as_run_data(baseline), as_run_data(candidate)
+    noise = as_run_data(baseline_2) if baseline_2 is not None else None
+    runs = [("candidate", head), ("baseline", base)]
+    if noise is not None:
+        runs.append(("second baseline", noise))
     digests = verify_runs(runs, (paths[1], paths[0], paths[2]))  # integrity first: RunIntegrityError
-    notes = check_policy_against_runs(policy, runs)
-    comparison = compare_runs(baseline, candidate, baseline_2, policy, paths=paths)
+    notes = check_policy_against_runs(policy, [(label, run.head) for label, run in runs])
+    comparison = compare_runs(base, head, noise, policy, paths=paths)
     report = evaluate_gate(comparison, policy, policy_notes=notes)
     return report.model_copy(update={"run_digests": digests})

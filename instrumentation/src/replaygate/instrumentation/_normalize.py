@@ -59,6 +59,8 @@ __all__ = [
     "is_content_attribute",
     "is_content_event_attribute",
     "jsonable",
+    "llm_call_of",
+    "normalize_record",
     "normalize_span",
     "session_of",
     "span_kind",
@@ -198,10 +200,15 @@ def is_content_event_attribute(event_name: str, key: str) -> bool:
 _EVENT_META = frozenset({"gen_ai.system", "gen_ai.provider.name", "event.name", "index", "finish_reason"})
 
 
+_PLAIN_TYPES = frozenset({str, bool, int, float, type(None)})
+
+
 def jsonable(value: Any) -> Any:
     """Return ``value`` as plain JSON data: tuples and other sequences become lists, unknown types text."""
-    if value is None or isinstance(value, str | bool | int | float):
+    if type(value) in _PLAIN_TYPES or isinstance(value, str | bool | int | float):
         return value
+    if type(value) is tuple and all(type(v) in _PLAIN_TYPES for v in value):
+        return list(value)  # an OpenTelemetry array attribute
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset) or (
@@ -351,7 +358,8 @@ def span_record(
 def span_to_record(span: ReadableSpan) -> SpanRecord:
     """Convert a finished SDK span into a :class:`SpanRecord` (32/16-character lowercase hex ids)."""
     context = span.context
-    attributes = {k: jsonable(v) for k, v in (span.attributes or {}).items()}
+    plain = _PLAIN_TYPES
+    attributes = {k: v if type(v) in plain else jsonable(v) for k, v in (span.attributes or {}).items()}
     events = tuple(
         {
             "name": event.name,
@@ -580,17 +588,21 @@ def _tool(record: SpanRecord) -> ToolCall:
     )
 
 
-def _llm(record: SpanRecord) -> LlmCall:
-    attrs = record.attributes
+def llm_call_of(attrs: Mapping[str, Any], start_ns: int, end_ns: int) -> LlmCall:
+    """The LLM call an LLM span's attributes describe (any dialect), without building its record."""
     model, provider = _first(attrs, _MODEL_NAMES), _first(attrs, _PROVIDER_NAMES)
     return LlmCall(
         model=str(model) if model is not None else None,
         provider=str(provider).lower() if provider is not None else None,
         input_tokens=as_int(_first(attrs, _INPUT_TOKEN_NAMES)),
         output_tokens=as_int(_first(attrs, _OUTPUT_TOKEN_NAMES)),
-        latency_s=max(0, record.end_ns - record.start_ns) / 1e9,
+        latency_s=max(0, end_ns - start_ns) / 1e9,
         cost_usd=as_float(_first(attrs, _COST_NAMES)),
     )
+
+
+def _llm(record: SpanRecord) -> LlmCall:
+    return llm_call_of(record.attributes, record.start_ns, record.end_ns)
 
 
 _OI_TOOL_CALL = re.compile(
@@ -671,11 +683,8 @@ def normalize_span(
         The span's record and what it carries for its kind.
     """
     if isinstance(span, SpanRecord):
-        record = span
-        kind = span_kind(record.attributes) if record.kind == "other" else record.kind
-        if kind != record.kind:
-            record = dataclasses.replace(record, kind=kind)
-    elif isinstance(span, ReadableSpan):
+        return normalize_record(span)
+    if isinstance(span, ReadableSpan):
         record = span_to_record(span)
     else:
         record = span_record(
@@ -693,13 +702,27 @@ def normalize_span(
     return _facts(record)
 
 
-def _facts(record: SpanRecord) -> NormalizedSpan:
+def normalize_record(record: SpanRecord, *, detail: bool = True) -> NormalizedSpan:
+    """:func:`normalize_span` of a record; ``detail=False`` leaves a tool or retrieval span's facts unread.
+
+    A trace's row needs the agent and LLM facts only, so the store's writers skip decoding tool payloads
+    and retrieved documents (``tool`` and ``retrieval`` are None then).
+    """
+    kind = span_kind(record.attributes) if record.kind == "other" else record.kind
+    if kind != record.kind:
+        record = dataclasses.replace(record, kind=kind)
+    return _facts(record, detail)
+
+
+def _facts(record: SpanRecord, detail: bool = True) -> NormalizedSpan:
     kind = record.kind
     error = error_text(record)
     if kind == "agent":
         return NormalizedSpan(record, kind, agent=_agent(record), error=error)
     if kind == "llm":
         return NormalizedSpan(record, kind, llm=_llm(record), error=error)
+    if not detail:
+        return NormalizedSpan(record, kind, error=error)
     if kind == "tool":
         return NormalizedSpan(record, kind, tool=_tool(record), error=error)
     if kind == "retrieval":

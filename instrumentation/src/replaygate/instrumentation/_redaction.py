@@ -58,6 +58,19 @@ class Redactor:
             rules.append((pattern, "[REDACTED]", ()))
         self._rules = tuple(rules)
 
+    def may_change(self, texts: Iterable[str]) -> bool:
+        """Whether :meth:`redact` could change any of ``texts`` (False: every one comes back as it is).
+
+        One trigger search over all of them instead of one per string; custom patterns have no
+        triggers, so with any custom pattern the answer is always True.
+        """
+        if len(self._rules) != (len(DEFAULT_PATTERNS) if self._any_trigger is not None else 0):
+            return True  # custom patterns: each text must be scanned
+        if self._any_trigger is None:
+            return False
+        # No trigger holds a newline, so a match in the joined text lies inside one of the texts.
+        return self._any_trigger.search("\n".join(texts)) is not None
+
     def redact(self, text: str) -> tuple[str, int]:
         """Return ``text`` with every match replaced, and the number of replacements."""
         total = 0

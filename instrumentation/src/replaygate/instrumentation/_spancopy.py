@@ -7,7 +7,7 @@ when nothing needs changing (no match, capture on), so the common case costs one
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -18,7 +18,7 @@ from replaygate.instrumentation._encoding import content_hash, message_json
 from replaygate.instrumentation._normalize import (
     is_content_attribute,
     is_content_event_attribute,
-    normalize_span,
+    llm_call_of,
     span_kind,
 )
 from replaygate.instrumentation._prices import call_cost
@@ -87,9 +87,58 @@ def _cost_attributes(span: ReadableSpan, attributes: Mapping[str, Any]) -> dict[
         return {}
     if span_kind(attributes) != "llm":  # classify first: most exported spans are no LLM call
         return {}
-    llm = normalize_span(span).llm
-    cost = call_cost(llm) if llm is not None else None
+    start_ns = int(span.start_time or 0)
+    cost = call_cost(llm_call_of(attributes, start_ns, int(span.end_time or start_ns)))
     return {} if cost is None else {sc.USAGE_COST: cost}
+
+
+_NUMBERS = frozenset({int, float, bool, type(None)})
+
+
+def _texts(span: ReadableSpan, attributes: Mapping[str, Any]) -> list[str]:
+    """Every string of a span that redaction reads: name, attribute values, event values, status."""
+    texts = [span.name]
+    values = list(attributes.values())
+    for event in span.events:
+        values.extend((event.attributes or {}).values())
+    for value in values:  # what Redactor.redact_value reads: strings and sequences of them
+        kind = type(value)
+        if kind is str:
+            texts.append(value)
+        elif kind in _NUMBERS:
+            continue
+        elif isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            texts.extend(v for v in value if isinstance(v, str))
+    if span.status.description:
+        texts.append(span.status.description)
+    return texts
+
+
+def _copy(
+    span: ReadableSpan,
+    *,
+    name: str,
+    attributes: dict[str, Any],
+    events: Sequence[Event],
+    status: Status,
+    resource: Resource | None,
+) -> ReadableSpan:
+    return ReadableSpan(
+        name=name,
+        context=span.context,
+        parent=span.parent,
+        resource=resource if resource is not None else span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 def transform_span(
@@ -112,6 +161,14 @@ def transform_span(
     if derived:
         source = {**source, **derived}
     changed = resource is not None or bool(derived)
+    if capture_content and not redactor.may_change(_texts(span, source)):
+        # The common case: nothing to redact or hash, so only the derived attributes make a copy.
+        if not changed:
+            return span, 0
+        attrs = dict(source)
+        return _copy(
+            span, name=span.name, attributes=attrs, events=span.events, status=span.status, resource=resource
+        ), 0
     total = 0
     attributes: dict[str, Any] = {}
     hashed = False
@@ -161,18 +218,5 @@ def transform_span(
 
     if not changed:
         return span, 0
-    copy = ReadableSpan(
-        name=name,
-        context=span.context,
-        parent=span.parent,
-        resource=resource if resource is not None else span.resource,
-        attributes=attributes,
-        events=events,
-        links=span.links,
-        kind=span.kind,
-        status=status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    copy = _copy(span, name=name, attributes=attributes, events=events, status=status, resource=resource)
     return copy, total

@@ -39,7 +39,7 @@ from replaygate.instrumentation._store_db import connect_store_db, resolve_store
 from replaygate.instrumentation._store_rows import (
     SPAN_COLUMNS,
     TRACE_COLUMNS,
-    batch_trace_rows,
+    BatchRows,
     build_records,
     feedback_value,
     id_chunks,
@@ -57,6 +57,10 @@ __all__ = ["StoreSpanExporter", "TraceStore"]
 
 _log = logging.getLogger("replaygate.instrumentation.store")
 _TRACE_COLUMNS = "trace_id, start_ns, end_ns"
+_INSERT_SPAN = f"INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) VALUES ({marks(11)})"
+_INSERT_TRACE = (
+    f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) VALUES ({marks(len(TRACE_COLUMNS))})"
+)
 
 
 class TraceStore:
@@ -128,8 +132,10 @@ class TraceStore:
         """Store one batch of spans in one transaction and refresh the rows of the traces it touches."""
         if not records:
             return
+        # Everything that needs no stored data is built before the write lock is taken.
         rows = [record_to_row(r) for r in records]
-        trace_ids = sorted({r.trace_id for r in records})
+        batch = BatchRows(records)
+        trace_ids = batch.trace_ids
 
         def work(conn: sqlite3.Connection) -> None:
             prior = {
@@ -140,17 +146,9 @@ class TraceStore:
                     list(part),
                 )
             }
-            conn.executemany(
-                f"INSERT OR REPLACE INTO trace_spans ({SPAN_COLUMNS}) VALUES ({marks(11)})", rows
-            )
-            values = batch_trace_rows(
-                records, prior, lambda ids: load_spans(conn, ids), load_feedback(conn, trace_ids)
-            )
-            conn.executemany(
-                f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) "
-                f"VALUES ({marks(len(TRACE_COLUMNS))})",
-                [tuple(v[c] for c in TRACE_COLUMNS) for v in values],
-            )
+            conn.executemany(_INSERT_SPAN, rows)
+            values = batch.rows(prior, lambda ids: load_spans(conn, ids), load_feedback(conn, trace_ids))
+            conn.executemany(_INSERT_TRACE, [tuple(v.values()) for v in values])
 
         self._write("write spans", work)
 

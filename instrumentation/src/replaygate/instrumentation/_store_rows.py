@@ -23,9 +23,10 @@ from replaygate.instrumentation._records import (
     TraceSummary,
     ordered_reasons,
 )
-from replaygate.instrumentation._summary import summarize_spans
+from replaygate.instrumentation._summary import row_summary, summarize_spans
 
 __all__ = [
+    "BatchRows",
     "SPAN_COLUMNS",
     "TRACE_COLUMNS",
     "batch_trace_rows",
@@ -93,7 +94,7 @@ def record_to_row(record: SpanRecord) -> tuple[Any, ...]:
         record.status,
         record.status_message,
         _encode(record.attributes),
-        _encode(list(record.events)),
+        _encode(list(record.events)) if record.events else "[]",
     )
 
 
@@ -246,12 +247,18 @@ def trace_row_values(spans: Sequence[SpanRecord], scores: Iterable[float]) -> di
     The per-request measures follow the canary's definitions: an error (exception) is not also an empty
     answer; negative feedback is any score below 0.
     """
-    summary = with_feedback(summarize_spans(list(spans)), scores)
+    row, reasons = _base_row(spans)
+    return _with_scores(row, reasons, scores)
+
+
+def _base_row(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A trace's row before its feedback is applied, and its failure reasons (from the spans alone)."""
+    summary = row_summary(spans)
     reasons = summary.failure_reasons
     error = summary.error is not None or "exception" in reasons
     empty = not error and (summary.output is None or not summary.output.strip() or "empty_answer" in reasons)
     calls = [[c.model, c.provider, c.input_tokens, c.output_tokens] for c in summary.llm_calls]
-    return {
+    row = {
         "trace_id": summary.trace_id,
         "start_ns": _int64(min(s.start_ns for s in spans)),
         "end_ns": _int64(max(s.end_ns for s in spans)),
@@ -262,16 +269,78 @@ def trace_row_values(spans: Sequence[SpanRecord], scores: Iterable[float]) -> di
         "config_id": summary.config_id,
         "input_preview": _preview(summary.turns[-1] if summary.turns else None),
         "output_preview": _preview(summary.output),
-        "failure": 1 if reasons else 0,
-        "failure_reasons": json.dumps(list(reasons)),
-        "updated_ns": time.time_ns(),
         "error": int(error),
         "empty": int(empty),
         "escalated": int(summary.escalated or "escalation" in reasons),
-        "negative_feedback": int("negative_feedback" in reasons),
         "latency_s": float(summary.latency_s),
         "llm_calls": json.dumps(calls),
     }
+    return row, reasons
+
+
+def _with_scores(row: dict[str, Any], reasons: tuple[str, ...], scores: Iterable[float]) -> dict[str, Any]:
+    """The row with its feedback applied (a negative score adds ``negative_feedback``), in column order."""
+    if any(score < 0 for score in scores) and "negative_feedback" not in reasons:
+        reasons = ordered_reasons((*reasons, "negative_feedback"))
+    full = {
+        **row,
+        "failure": 1 if reasons else 0,
+        "failure_reasons": json.dumps(list(reasons)),
+        "updated_ns": time.time_ns(),
+        "negative_feedback": int("negative_feedback" in reasons),
+    }
+    return {column: full[column] for column in TRACE_COLUMNS}
+
+
+class BatchRows:
+    """The trace rows one batch of spans gives, built mostly before the batch's write transaction.
+
+    A trace whose spans all arrive in one batch (the usual case) gets its row from the batch alone, so
+    that work is done here, outside the transaction, and the store's write lock is held only for the SQL.
+    :meth:`rows` (inside the transaction) re-reads only the traces that had spans stored before, and
+    applies stored feedback. ``BatchRows(records).rows(prior, load, feedback)`` is exactly
+    :func:`batch_trace_rows`.
+
+    Args:
+        records: the batch, as it will be written to ``trace_spans``.
+    """
+
+    def __init__(self, records: Sequence[SpanRecord]) -> None:
+        by_trace: dict[str, dict[str, SpanRecord]] = {}
+        for record in records:
+            by_trace.setdefault(record.trace_id, {})[record.span_id] = record
+        self.trace_ids = sorted(by_trace)
+        self._drafts: dict[str, tuple[dict[str, Any], tuple[str, ...]] | None] = {}
+        for trace_id in self.trace_ids:
+            spans = sorted(by_trace[trace_id].values(), key=lambda s: (s.start_ns, s.end_ns))
+            self._drafts[trace_id] = _base_row(spans) if any(s.kind == "agent" for s in spans) else None
+
+    def rows(
+        self,
+        prior: set[str],
+        load: Callable[[list[str]], dict[str, list[SpanRecord]]],
+        feedback: dict[str, list[dict[str, Any]]],
+    ) -> list[dict[str, Any]]:
+        """The rows to upsert, in trace id order.
+
+        Args:
+            prior: ids of the batch's traces that had spans stored before it: only those are re-read.
+            load: reads every stored span of the given traces (after the batch was written).
+            feedback: stored feedback of the batch's traces.
+        """
+        again = [t for t in self.trace_ids if t in prior]
+        loaded = load(again) if again else {}
+        rows = []
+        for trace_id in self.trace_ids:
+            if trace_id in prior:
+                spans = loaded.get(trace_id, [])
+                draft = _base_row(spans) if any(s.kind == "agent" for s in spans) else None
+            else:
+                draft = self._drafts[trace_id]
+            if draft is not None:
+                scores = [f["score"] for f in feedback.get(trace_id, [])]
+                rows.append(_with_scores(draft[0], draft[1], scores))
+        return rows
 
 
 def batch_trace_rows(
@@ -288,20 +357,7 @@ def batch_trace_rows(
         load: reads every stored span of the given traces (after the batch was written).
         feedback: stored feedback of the batch's traces.
     """
-    by_trace: dict[str, dict[str, SpanRecord]] = {}
-    for record in records:
-        by_trace.setdefault(record.trace_id, {})[record.span_id] = record
-    loaded = load(sorted(t for t in by_trace if t in prior)) if prior else {}
-    rows = []
-    for trace_id in sorted(by_trace):
-        if trace_id in prior:
-            spans = loaded.get(trace_id, [])
-        else:
-            spans = sorted(by_trace[trace_id].values(), key=lambda s: (s.start_ns, s.end_ns))
-        if any(s.kind == "agent" for s in spans):
-            scores = [f["score"] for f in feedback.get(trace_id, [])]
-            rows.append(trace_row_values(spans, scores))
-    return rows
+    return BatchRows(records).rows(prior, load, feedback)
 
 
 def upsert_trace(conn: sqlite3.Connection, spans: list[SpanRecord], scores: list[float]) -> None:

@@ -17,7 +17,7 @@ from replaygate.instrumentation._normalize import (
     NormalizedSpan,
     decode_json,
     jsonable,
-    normalize_span,
+    normalize_record,
     session_of,
     span_kind,
     span_to_record,
@@ -31,7 +31,7 @@ from replaygate.instrumentation._records import (
     ordered_reasons,
 )
 
-__all__ = ["decode_json", "jsonable", "span_kind", "span_to_record", "summarize_spans"]
+__all__ = ["decode_json", "jsonable", "row_summary", "span_kind", "span_to_record", "summarize_spans"]
 
 
 def _text(value: Any) -> str | None:
@@ -128,8 +128,21 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
     Returns:
         The trace's summary; token totals are None when no LLM span reported any.
     """
+    return _summarize(spans, detail=True)
+
+
+def row_summary(spans: Sequence[SpanRecord]) -> TraceSummary:
+    """:func:`summarize_spans` without what a trace's row never reads: chunks and tool calls are empty.
+
+    For the store's writers only (the per-trace row is built at every write); readers summarize in full.
+    """
+    return _summarize(spans, detail=False)
+
+
+def _summarize(spans: Sequence[SpanRecord], *, detail: bool) -> TraceSummary:
+    """Read one trace (``detail=False``: without chunks and tool calls)."""
     ordered = sorted(spans, key=_start_end) if len(spans) > 1 else list(spans)
-    facts = [normalize_span(span) for span in ordered]
+    facts = [normalize_record(span, detail=detail) for span in ordered]
     agents: list[NormalizedSpan] = []
     retrievals: list[NormalizedSpan] = []
     llms: list[NormalizedSpan] = []
@@ -166,7 +179,10 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
         if found.filtered is not None:
             filtered.append(found.filtered)
     llm_calls = tuple(f.llm for f in llms if f.llm is not None)
-    tool_calls = tuple(f.tool for f in tools if f.tool is not None) or _requested_only(llms)
+    if detail:
+        tool_calls = tuple(f.tool for f in tools if f.tool is not None) or _requested_only(llms)
+    else:
+        tool_calls = ()
 
     top_ids = {f.record.span_id for f in top}
     preferred = [f.record for f in top] + [f.record for f in facts if f.record.span_id not in top_ids]

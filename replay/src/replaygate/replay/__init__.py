@@ -109,12 +109,14 @@ from replaygate.replay._runfile import (
     RunFile,
     ScenarioEntry,
     attempt_digest,
+    attempts_digest,
     content_hash,
     digest_of,
     load_run,
     save_run,
 )
 from replaygate.replay._runner import RunOptions, run_suite, run_suite_async
+from replaygate.replay._runscan import scan_run
 from replaygate.replay._scenario import (
     ORIGINS,
     STATES,
@@ -249,6 +251,7 @@ __all__ = [
     "ValuesFromToolsCheck",
     "__version__",
     "attempt_digest",
+    "attempts_digest",
     "build_fingerprint",
     "calibrate_judge",
     "call_cost",
@@ -299,6 +302,7 @@ __all__ = [
     "run_suite_async",
     "save_run",
     "save_scenario",
+    "scan_run",
     "scenario_content_hash",
     "scenario_files",
     "scenario_json_schema",

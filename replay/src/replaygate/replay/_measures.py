@@ -24,10 +24,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from replaygate.instrumentation import LlmCall, TraceSummary, call_cost
-from replaygate.replay._runfile import Attempt, Measures
+from replaygate.replay._runfile import Measures
 
 __all__ = [
     "LLM_CALLS_KEY",
@@ -45,6 +45,37 @@ __all__ = [
     "scored_attempts",
     "total_cost",
 ]
+
+
+class _MeasuresLike(Protocol):
+    """What a set's measures read of one attempt's :class:`Measures`."""
+
+    @property
+    def latency_s(self) -> float: ...
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def escalated(self) -> bool: ...
+    @property
+    def empty(self) -> bool: ...
+    @property
+    def llm_calls(self) -> int | None: ...
+
+
+class _Measured(Protocol):
+    """An attempt as a set's measures read it (an :class:`Attempt`, or a reader's lighter record of one)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def measures(self) -> _MeasuresLike: ...
+
+
+_A = TypeVar("_A", bound=_Measured)
 
 #: What an unknown cost means when the attempt's trace had no LLM call in it.
 NO_LLM_CALL = "no LLM call was captured"
@@ -135,7 +166,7 @@ def compute_measures(
     )
 
 
-def scored_attempts(attempts: Sequence[Attempt]) -> list[Attempt]:
+def scored_attempts(attempts: Sequence[_A]) -> list[_A]:
     """The attempts that were scored (pass or fail): the base of latency, escalation, empty and cost."""
     return [a for a in attempts if a.status != "error"]
 
@@ -155,7 +186,7 @@ def _rate(flags: Sequence[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
 
-def cost_note(attempts: Sequence[Attempt]) -> str:
+def cost_note(attempts: Sequence[_Measured]) -> str:
     """Why the cost of these attempts is unknown (empty when it is known)."""
     unknown = [a for a in attempts if a.measures.cost_usd is None]
     if not unknown:
@@ -190,7 +221,7 @@ class GuardrailMeasures:
     error_rate: float | None
 
 
-def guardrail_measures(attempts: Sequence[Attempt]) -> GuardrailMeasures:
+def guardrail_measures(attempts: Sequence[_Measured]) -> GuardrailMeasures:
     """The one definition of each guardrail measure over a set of attempts."""
     scored = scored_attempts(attempts)
     latencies = [a.measures.latency_s for a in scored]

@@ -50,9 +50,9 @@ class CallableTarget:
     """A Python callable ``fn(turns, context, config)`` (or ``fn(turns, context)``), sync or async.
 
     The replay runner calls a sync callable from its own threads (:meth:`call_blocking`, one daemon
-    thread per slot of concurrency: see ``replaygate.replay._threaded``); :meth:`call` runs it in a pool
-    of eight daemon threads. Either way the caller's context is copied, so the agent's spans join the
-    attempt's trace.
+    thread per slot of concurrency: see ``replaygate.replay._threaded``); :meth:`call` runs it on eight
+    threads of the same kind of pool (``replaygate.replay._daemon_pool``). Either way the caller's
+    context is copied, so the agent's spans join the attempt's trace.
     """
 
     def __init__(self, fn: Callable[..., Any], spec: str) -> None:

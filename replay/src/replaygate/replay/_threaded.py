@@ -1,5 +1,9 @@
 """Sync targets: each slot of concurrency is a daemon thread that takes its next attempt itself.
 
+The threads are workers of the replay's one thread pool (``_daemon_pool.DaemonThreadPool``, bounded to
+``concurrency`` and grown by one for each call given up at its deadline), each handed a loop of its own
+(``DaemonThreadPool.spawn``).
+
 A sync agent call blocks a thread, and a thread needs the GIL to go from one call to the next: every
 moment it waits for the GIL, its slot of concurrency is idle. So each of ``concurrency`` threads loops on
 its own and holds the GIL as briefly as it can between two calls: leave the last call's result in a list,
@@ -13,7 +17,8 @@ running at its deadline becomes an ``error`` attempt ("timed out after Xs") at o
 its slot; the stuck thread is a daemon, drops its result when the call returns, and ends. A call that
 returns after its deadline but before the watchdog saw it is an error too.
 
-Threads are daemons: one agent call that hangs forever never keeps ``replaygate run`` from exiting.
+The pool's threads are daemons: one agent call that hangs forever never keeps ``replaygate run`` from
+exiting.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from replaygate.replay._attempt import AttemptRunner, Called, Flight, Returned
+from replaygate.replay._daemon_pool import DaemonThreadPool
 from replaygate.replay._scenario import Scenario
 from replaygate.replay._target import TargetOutput
 
@@ -68,7 +74,7 @@ class ThreadedCalls:
         self._flights: dict[Flight, None] = {}  # calls under way, oldest (earliest deadline) first
         self._live = 0  # threads whose results still count
         self._stopping = False
-        self._threads_started = 0
+        self._pool = DaemonThreadPool(self.concurrency)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Future[None] | None = None
         self._base = contextvars.Context()
@@ -98,6 +104,7 @@ class ThreadedCalls:
                 running = list(self._flights)
             for timer in self._timers:
                 timer.cancel()
+            self._pool.shutdown()  # idle threads end now, a stuck one when its call returns
             for flight in running:  # what the unfinished calls started elsewhere ends with the run
                 _cancel(flight)
 
@@ -108,9 +115,7 @@ class ThreadedCalls:
             self._done.set_exception(exc)
 
     def _start_thread(self) -> None:
-        name = f"replaygate-target-{self._threads_started}"
-        self._threads_started += 1
-        threading.Thread(target=self._work, name=name, daemon=True).start()
+        self._pool.spawn(self._work)
 
     def _work(self) -> None:
         try:
@@ -201,6 +206,7 @@ class ThreadedCalls:
                 _cancel(flight)
                 self.on_called(self.attempts.expire(flight))
             for _ in range(replace):
+                self._pool.give_up()  # the stuck thread keeps its call: one more thread takes the slot
                 self._start_thread()  # a thread that cannot start fails the run (below)
             self._collect()  # also ends the run when the expired calls were the last ones
         except BaseException as exc:  # noqa: BLE001 - a bug or no threads left: fail the run, never hang

@@ -32,7 +32,7 @@ from replaygate.replay._bounded import (
     validation_summary,
 )
 
-__all__ = ["FreeForm", "Upgrade", "load_versioned", "parse_versioned", "upgrade_document"]
+__all__ = ["FreeForm", "Upgrade", "load_versioned", "parse_versioned", "upgrade_document", "version_first"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,6 +42,12 @@ Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 FreeForm = Callable[[Any], Iterable[tuple[Any, int]]]
 
 _VERSION_FIRST = re.compile(r'\s*\{\s*"format_version"\s*:\s*(\d+)\s*[,}]')
+
+
+def version_first(text: str) -> int | None:
+    """The ``format_version`` of a document that opens with it (as replaygate writes), else None."""
+    head = _VERSION_FIRST.match(text)
+    return int(head.group(1)) if head is not None else None
 
 
 def upgrade_document(
@@ -132,8 +138,7 @@ def parse_versioned(
     p = Path(path)
     label = kind or what
     if free_form is not None and "NaN" not in text and "Infinity" not in text:
-        head = _VERSION_FIRST.match(text)
-        if head is not None and head.group(1) == str(version):
+        if version_first(text) == version:
             try:
                 doc = model.model_validate_json(text)
             except ValidationError:
