@@ -177,6 +177,8 @@ def test_edited_documents_values_read_or_fail_the_same(data: Any, at: int, inser
         "a: 1\n---\nb: 2\n",
         "a: [1\n",
         "key: 'quoted: value'\nother: \"two\\nlines\"\nblock: |\n  one\n  two\n",
+        "0\tnull\n...\n",
+        'a: 0\tnull\nb: "tab\\there"\n',
     ],
 )
 def test_values_alone_refusals_and_odd_forms_match(text: str) -> None:

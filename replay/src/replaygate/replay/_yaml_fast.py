@@ -134,7 +134,7 @@ def _compose(parser: Any, resolve: Any, max_depth: int) -> Node | None:
 
 def load_fast(text: str, max_depth: int) -> tuple[Any, Node | None]:
     """Parse one YAML document with libyaml; :class:`NotFast` for anything the slow path must see."""
-    if _PARSER is None:
+    if _PARSER is None or "\t" in text:  # libyaml takes tabs the pure-Python scanner refuses: it decides
         raise NotFast
     try:
         parser = _PARSER(text)
@@ -272,7 +272,7 @@ def _values(parser: Any, max_depth: int) -> Any:
 
 def load_fast_data(text: str, max_depth: int) -> Any:
     """The values of one YAML document, as :func:`load_fast` gives them, without building nodes."""
-    if _PARSER is None:
+    if _PARSER is None or "\t" in text:  # as in load_fast
         raise NotFast
     try:
         parser = _PARSER(text)
