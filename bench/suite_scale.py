@@ -6,7 +6,8 @@ Rows, each with its target and the ratio to it:
   pure-Python YAML loader on the same files (the loader before issue 19) for 200 and 2,000;
 - ``promote`` of a new trace into each of those sets (duplicate detection through ``golden.lock``'s index);
 - 200 x 5 and 2,000 x 5 replays against a 5 ms target at concurrency 64, in-process (``run_suite``) and
-  through the CLI (``replaygate run``), against the ideal ``attempts x 5 ms / 64``; the peers' figures for
+  through the CLI (``replaygate run``, its bytecode cached as an installed package has it, after one
+  warm-up run), against the ideal ``attempts x 5 ms / 64``; the peers' figures for
   the same task are printed as fixed references (Inspect AI 13.5 s / promptfoo 9.8 s for 200 x 5;
   147 s / 109 s for 2,000 x 5, measured for the issue, not here);
 - ``gate`` on 5,000 scenarios x k=10 with a second baseline (the noise floor): the whole ``replaygate gate``
@@ -15,7 +16,8 @@ Rows, each with its target and the ratio to it:
 - ``import replaygate.instrumentation`` against ``import opentelemetry.sdk.trace``, each in fresh
   interpreters, interleaved, median of several (and the import plus the first ``@trace_agent``).
 
-A shared machine shows up in the wall times: compare the rows of one run.
+A shared machine shows up in the wall times: compare the rows of one run; the loading, promote and CLI
+rows also print their CPU time and the load average.
 
     uv run --locked python bench/suite_scale.py [--quick]
 """
@@ -82,24 +84,40 @@ def _row(name: str, seconds: float, target_s: float | None, note: str = "") -> N
     print(f"{name:44s} {seconds:8.3f} s  {ratio:28s} {note}")
 
 
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cli_env(tmp: Path) -> dict[str, str]:
+    """The CLI's environment: its bytecode cached (in ``tmp``), as an installed replaygate has it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
+
+
 def bench_loading(sets: dict[int, Path]) -> None:
     import yaml
     from replaygate.replay import load_scenarios, scenario_files
 
     print("\n== loading a golden set (target: 2,000 scenarios < 1 s)")
     for n, path in sets.items():
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         loaded = load_scenarios(path)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert len(loaded) == n
-        note = ""
+        note = f"(CPU {cpu:.3f} s, {_load()}) "
         if n <= 2000:
             texts = [f.read_text(encoding="utf-8") for f in scenario_files(path)]
             t0 = time.perf_counter()
             for text in texts:
                 yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - the pure-Python safe loader
             slow = time.perf_counter() - t0
-            note = f"(YAML alone with PyYAML's pure-Python SafeLoader, as before: {slow:.3f} s)"
+            note += f"(YAML alone with PyYAML's pure-Python SafeLoader, as before: {slow:.3f} s)"
         _row(f"load {n:,} scenarios", wall, 1.0 * n / 2000, note)
 
 
@@ -144,15 +162,20 @@ def bench_promote(sets: dict[int, Path]) -> None:
     print("\n== promote a new trace into the set (target: into 2,000 < 0.3 s)")
     for n, path in sets.items():
         gs = GoldenSet(path)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         made = promote_trace(source, "f" * 32, gs, owner="bench", origin="production-incident")
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
         again = promote_trace(source, "f" * 32, gs, owner="bench", origin="production-incident")
         repeat = time.perf_counter() - t0
         assert made.created and not again.created
         made.path.unlink()  # leave the set as it was for the other rows
-        _row(f"promote into {n:,}", wall, 0.3 * n / 2000, f"(promoting it again: {repeat:.3f} s)")
+        _row(
+            f"promote into {n:,}",
+            wall,
+            0.3 * n / 2000,
+            f"(CPU {cpu:.3f} s, {_load()}; promoting it again: {repeat:.3f} s)",
+        )
         entries = json.loads(gs.lock_path.read_text(encoding="utf-8"))
         entries["scenarios"].pop(made.scenario.id, None)
         entries.get("index", {}).pop(made.scenario.id, None)
@@ -166,6 +189,11 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
     load_prices()
     print(f"\n== replay x k=5 against a {SLEEP_S * 1000:.0f} ms target, concurrency {CONCURRENCY}")
     print("   (targets: through the CLI within 3x the ideal, in-process within 1.5x)")
+    env = _cli_env(tmp)
+    console = str(Path(sys.executable).parent / "replaygate")
+    warm = [console, "run", "--golden", str(sets[sizes[0]]), "--target", "bench.suite_scale:target"]
+    warm += ["--repeats", "1", "--out", str(tmp / "warm-up.json"), "--quiet", "--force", "--no-artifacts"]
+    subprocess.run(warm, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)  # caches bytecode
     for n in sizes:
         attempts = n * 5
         ideal = -(-attempts // CONCURRENCY) * SLEEP_S  # ceil(attempts / concurrency) waves of one call
@@ -190,9 +218,9 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
             "--target", "bench.suite_scale:target", "--concurrency", str(CONCURRENCY),
             "--out", str(tmp / f"cli-{n}.json"), "--quiet", "--force",
         ]  # fmt: skip
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-        wall = time.perf_counter() - t0
+        c0, t0 = _children_cpu(), time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
         if done.returncode != 0:
             print(f"   CLI run failed ({done.returncode}): {done.stderr.strip()[-400:]}")
             continue
@@ -200,7 +228,7 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
             f"{n:,} x 5 through the CLI",
             wall,
             ideal * 3,
-            f"= {wall / ideal:.1f}x ideal; peers: {PEERS.get(n, '-')}",
+            f"= {wall / ideal:.1f}x ideal (CPU {cpu:.2f} s, {_load()}); peers: {PEERS.get(n, '-')}",
         )
 
 

@@ -44,10 +44,13 @@ def test_golden_all_is_pinned() -> None:
             "resolve_golden_dir",
             "retire",
             "session_turns",
+            "select_golden",
+            "Selection",
         ]
     )
     for name in replaygate.golden.__all__:
         assert hasattr(replaygate.golden, name), name
+    assert set(replaygate.golden._MODULES) == set(replaygate.golden.__all__)  # every name loads lazily
 
 
 def test_golden_error_is_a_replaygate_error() -> None:

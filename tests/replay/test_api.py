@@ -12,6 +12,8 @@ EXPECTED = {
     "StopWhen",
     "create_simulator",
     "parse_scenario",
+    "parse_scenario_file",
+    "DEFAULT_STATUSES",
     "read_artifacts",
     "NO_LLM_CALL",
     "GuardrailMeasures",

@@ -43,7 +43,6 @@ from typing import Any
 
 import click
 from replaygate.replay import (
-    HOLDOUT_TIERS,
     MAX_YAML_BYTES,
     Judge,
     ProgressLines,
@@ -58,7 +57,6 @@ from replaygate.replay import (
     judges_from_fingerprint,
     load_config,
     load_run,
-    load_scenarios,
     load_yaml_bounded,
     merge_runs,
     parse_shard,
@@ -67,14 +65,13 @@ from replaygate.replay import (
     restore_journal,
     run_suite,
     save_run,
-    select_scenarios,
     summary_headline,
     summary_lines,
 )
 
 from replaygate.cli._options import echo_json, json_option, judge_timeout_option
 from replaygate.cli._outputs import keep_or_refuse, refuse_input_as_output
-from replaygate.golden import resolve_golden_dir
+from replaygate.golden import GoldenSet, resolve_golden_dir, select_golden
 
 __all__ = ["register"]
 
@@ -294,9 +291,9 @@ def run_cmd(
         raise click.UsageError(
             f"--golden {golden_dir}: no such directory (set --golden or REPLAYGATE_GOLDEN)"
         )
-    golden_set = load_scenarios(golden_dir)
-    scenarios = select_scenarios(golden_set, tier=tier, tags=tag_map)
-    held_out = sum(1 for s in golden_set if s.holdout and tier not in HOLDOUT_TIERS)
+    selection = select_golden(GoldenSet(golden_dir), tier=tier, tags=tag_map)  # via golden.lock's index
+    scenarios = selection.scenarios
+    held_out = selection.held_out
     holdout_note = (
         f"{held_out} holdout scenario(s) left out: they run only with --tier release or --tier scheduled"
         if held_out
@@ -354,6 +351,7 @@ def run_cmd(
             tier=tier,
             artifacts=not no_artifacts,
             simulator=simulator,
+            content_hashes=selection.content_hashes,
         )
     except KeyboardInterrupt:
         click.echo(

@@ -33,13 +33,14 @@ from replaygate.replay import (
     dump_scenario,
     exclusive_lock,
     load_scenario,
+    scenario_content_hash,
     scenario_files,
     write_atomic,
 )
 
 from replaygate.golden._errors import GoldenError
-from replaygate.golden._index import IndexEntry, index_entry, read_index, verified_index
-from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock
+from replaygate.golden._index import IndexEntry, index_entry, read_index, relative_name, verified_index
+from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock_file
 
 __all__ = [
     "DEFAULT_GOLDEN_DIR",
@@ -62,6 +63,21 @@ STEP_HOOK: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.Co
     "replaygate_golden_step_hook", default=None
 )
 _held = threading.local()  # folders this thread holds the write lock of (transactions nest)
+_LockRead = tuple[dict[str, LockEntry], dict[str, IndexEntry]] | None
+
+
+class _Reads:
+    """What a transaction read of its folder (listing, lock), kept until its own write changes them."""
+
+    def __init__(self) -> None:
+        self.files: list[Path] | None = None
+        self.lock: _LockRead = None
+        self.lock_read = False
+
+    def clear(self) -> None:
+        self.files = None
+        self.lock = None
+        self.lock_read = False
 
 
 P = ParamSpec("P")
@@ -114,9 +130,38 @@ class GoldenSet:
             found.setdefault(f.stem, f)
         return found
 
+    def _reads(self) -> _Reads | None:
+        """This thread's reads of the folder while it holds the write lock (nobody else writes then)."""
+        reads: dict[str, _Reads] | None = getattr(_held, "reads", None)
+        return reads.get(str(self.path.resolve())) if reads else None
+
     def files(self) -> list[Path]:
-        """Every scenario file, sorted."""
-        return scenario_files(self.path) if self.path.is_dir() else []
+        """Every scenario file, sorted (listed once per transaction, again after its write)."""
+        reads = self._reads()
+        if reads is not None and reads.files is not None:
+            return list(reads.files)
+        found = scenario_files(self.path) if self.path.is_dir() else []
+        if reads is not None:
+            reads.files = list(found)
+        return found
+
+    def _lock_file(self) -> _LockRead:
+        """The lock's entries and index entries (read once per transaction); None without a lock."""
+        reads = self._reads()
+        if reads is not None and reads.lock_read:
+            return reads.lock
+        found = read_lock_file(self.lock_path)
+        if reads is not None:
+            reads.lock, reads.lock_read = found, True
+        return found
+
+    def indexed(self) -> dict[str, IndexEntry]:
+        """The index entries of the lock, not yet checked against the files (empty if it is damaged)."""
+        try:
+            found = self._lock_file()
+        except GoldenError:
+            return read_index(self.lock_path)
+        return dict(found[1]) if found is not None else {}
 
     def load(self, skip: Collection[Path] = ()) -> list[Scenario]:
         """Every scenario (but the files in ``skip``), sorted by id; invalid files raise one error."""
@@ -142,11 +187,12 @@ class GoldenSet:
 
     def lock(self) -> dict[str, LockEntry] | None:
         """The lock entries, or None when the set has no lock yet."""
-        return read_lock(self.lock_path)
+        found = self._lock_file()
+        return None if found is None else dict(found[0])
 
-    def index(self) -> dict[Path, IndexEntry]:
-        """The index entries of the files whose bytes are still the ones indexed (``_index``)."""
-        return verified_index(self.path, self.files(), read_index(self.lock_path))
+    def index(self, files: Iterable[Path] | None = None) -> dict[Path, IndexEntry]:
+        """The index entries of the files (default: all) whose bytes are still the ones indexed."""
+        return verified_index(self.path, self.files() if files is None else files, self.indexed())
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -167,11 +213,15 @@ class GoldenSet:
             )
             with lock:
                 held.add(key)
+                reads: dict[str, _Reads] = getattr(_held, "reads", {})
+                _held.reads = reads
                 try:
                     self.recover()
+                    reads[key] = _Reads()
                     yield
                 finally:
                     held.discard(key)
+                    reads.pop(key, None)
         except LockBusyError as exc:
             raise GoldenError(str(exc)) from None
 
@@ -214,16 +264,17 @@ class GoldenSet:
         with self.transaction():
             scenarios = list(scenarios)
             entries = dict(self.lock() or {})
+            hashes = {s.id: scenario_content_hash(s) for s in scenarios}
             for s in scenarios:
-                entries[s.id] = lock_entry(s)
+                entries[s.id] = lock_entry(s, content_hash=hashes[s.id])
             for scenario_id in remove_from_lock:
                 entries.pop(scenario_id, None)
             found = self._files_by_id()
             targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
-            index = read_index(self.lock_path)
+            index = self.indexed()
             for s, (target, text) in zip(scenarios, targets, strict=True):
-                relative = target.relative_to(self.path).as_posix()
-                index[s.id] = index_entry(s, relative, text.encode("utf-8"))
+                relative = relative_name(target, self.path)
+                index[s.id] = index_entry(s, relative, text.encode("utf-8"), hashes[s.id])
             targets.append((self.lock_path, dump_lock(entries, index)))
             self._commit(targets)
             return [t for t, _ in targets]
@@ -231,11 +282,14 @@ class GoldenSet:
     def write_lock(self, entries: dict[str, LockEntry], index: dict[str, IndexEntry] | None = None) -> Path:
         """Replace the lock file with ``entries`` (one transaction); ``index`` adds to the kept index."""
         with self.transaction():
-            kept = {**read_index(self.lock_path), **(index or {})}
+            kept = {**self.indexed(), **(index or {})}
             self._commit([(self.lock_path, dump_lock(entries, kept))])
         return self.lock_path
 
     def _commit(self, targets: list[tuple[Path, str]]) -> None:
+        reads = self._reads()
+        if reads is not None:
+            reads.clear()  # what was read before this write is read again after it
         prepared: list[tuple[Path, Path]] = []
         intent = self.path / INTENT_NAME
         try:

@@ -4,33 +4,42 @@ Beside the accepted entries, ``golden.lock`` keeps an ``index`` section, one ent
 
     "index": {"refund-over-limit-001": {"file": "refund-over-limit-001.yaml", "file_hash": "sha256:...",
               "source_trace": "4bf9...", "tiers": ["smoke", "release"], "tags": {"risk": "high"},
-              "holdout": false, "state": "active", "origin": "production-incident"}}
+              "holdout": false, "state": "active", "origin": "production-incident",
+              "content_hash": "sha256:..."}}
 
-``file_hash`` is the hash of the file's bytes. An entry is used only while the file still has exactly
-those bytes (:func:`verified_index`), so ``promote`` finds an already-promoted trace, and a listing or a
-run selects by tier or tag, by reading bytes and hashing them instead of parsing every scenario; a file
-edited by hand, added or renamed since simply has no verified entry and is parsed as before. A stale or
-damaged index therefore costs time, never a wrong answer. Older locks without the section read as an
-empty index.
+``file_hash`` is the hash of the file's bytes, ``content_hash`` the scenario's content hash computed from
+those bytes (not the accepted one of the lock's ``scenarios`` section, which an unexplained edit leaves
+behind). An entry is used only while the file still has exactly those bytes (:func:`verified_index`), so
+``promote`` finds an already-promoted trace, a listing or a run selects by tier or tag, and a run takes its
+suite hash, by reading bytes and hashing them instead of parsing every scenario; a file edited by hand,
+added or renamed since simply has no verified entry and is parsed as before. A stale or damaged index
+therefore costs time, never a wrong answer. Older locks without the section (or entries without
+``content_hash``) read as an empty index (or entries whose content hash is computed again).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replaygate.replay import Scenario, load_scenario, parse_scenario
+from pydantic import BaseModel, ConfigDict
+from replaygate.replay import Scenario, load_scenario, parse_scenario, scenario_content_hash
 
 __all__ = [
     "IndexEntry",
+    "IndexedFile",
     "file_hash",
+    "index_entries",
     "index_entry",
     "index_file",
+    "index_prefix",
     "read_index",
+    "relative_name",
     "verified_index",
 ]
 
@@ -49,13 +58,46 @@ class IndexEntry:
     holdout: bool = False
     state: str = "active"
     origin: str = ""
+    content_hash: str | None = None  # None: an entry written before it was recorded
 
     def as_json(self) -> dict[str, Any]:
         """The entry as written in ``golden.lock``."""
         data = dict(self.__dict__)
         data["tiers"] = list(self.tiers)
         data["tags"] = dict(self.tags)
+        if data["content_hash"] is None:
+            del data["content_hash"]
         return data
+
+
+class IndexedFile(BaseModel):
+    """An index entry as ``golden.lock`` holds it, when it has exactly this shape (read in one pass)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    file: str
+    file_hash: str
+    source_trace: str | None
+    tiers: list[str]
+    tags: dict[str, str]
+    holdout: bool
+    state: str
+    origin: str
+    content_hash: str | None = None
+
+    def entry(self) -> IndexEntry:
+        """The :class:`IndexEntry`."""
+        return IndexEntry(
+            file=self.file,
+            file_hash=self.file_hash,
+            source_trace=self.source_trace,
+            tiers=tuple(self.tiers),
+            tags=self.tags,
+            holdout=self.holdout,
+            state=self.state,
+            origin=self.origin,
+            content_hash=self.content_hash or None,
+        )
 
 
 def file_hash(data: bytes) -> str:
@@ -63,8 +105,13 @@ def file_hash(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def index_entry(scenario: Scenario, relative: str, data: bytes) -> IndexEntry:
-    """The index entry of ``scenario``, whose file (``relative`` to the set) holds exactly ``data``."""
+def index_entry(
+    scenario: Scenario, relative: str, data: bytes, content_hash: str | None = None
+) -> IndexEntry:
+    """The index entry of ``scenario``, whose file (``relative`` to the set) holds exactly ``data``.
+
+    ``content_hash``: the scenario's content hash when the caller has it (else it is computed).
+    """
     return IndexEntry(
         file=relative,
         file_hash=file_hash(data),
@@ -74,7 +121,27 @@ def index_entry(scenario: Scenario, relative: str, data: bytes) -> IndexEntry:
         holdout=scenario.holdout,
         state=scenario.status.state,
         origin=scenario.origin,
+        content_hash=content_hash or scenario_content_hash(scenario),
     )
+
+
+def relative_name(path: Path, root: Path, prefix: str | None = None) -> str:
+    """``path`` relative to ``root`` in ``/`` form, as the index names files (no pathlib on the way).
+
+    ``prefix``: :func:`index_prefix` of ``root``, when the caller names many files below it.
+    """
+    name = str(path)
+    if prefix is None:
+        prefix = index_prefix(root)
+    if name.startswith(prefix) and len(name) > len(prefix):
+        return name[len(prefix) :].replace(os.sep, "/")
+    return path.relative_to(root).as_posix()
+
+
+def index_prefix(root: Path) -> str:
+    """What :func:`relative_name` cuts off the files below ``root``."""
+    base = str(root)
+    return "" if base == "." else base.rstrip(os.sep) + os.sep
 
 
 def index_file(path: Path, root: Path) -> tuple[Scenario, IndexEntry | None]:
@@ -92,7 +159,7 @@ def index_file(path: Path, root: Path) -> tuple[Scenario, IndexEntry | None]:
     except (OSError, ValueError):
         return load_scenario(path), None
     scenario = parse_scenario(text, source=str(path), expected_id=path.stem)
-    return scenario, index_entry(scenario, path.relative_to(root).as_posix(), data)
+    return scenario, index_entry(scenario, relative_name(path, root), data)
 
 
 def _entry(value: Any) -> IndexEntry | None:
@@ -101,6 +168,7 @@ def _entry(value: Any) -> IndexEntry | None:
     try:
         tiers = value["tiers"]
         tags = value["tags"]
+        chash = value.get("content_hash")
         entry = IndexEntry(
             file=str(value["file"]),
             file_hash=str(value["file_hash"]),
@@ -110,10 +178,23 @@ def _entry(value: Any) -> IndexEntry | None:
             holdout=bool(value["holdout"]),
             state=str(value["state"]),
             origin=str(value["origin"]),
+            content_hash=chash if isinstance(chash, str) and chash else None,
         )
     except (KeyError, TypeError, AttributeError):
         return None
     return entry
+
+
+def index_entries(section: Any) -> dict[str, IndexEntry]:
+    """The usable entries of a lock's ``index`` section (anything unusable is left out)."""
+    if not isinstance(section, dict):
+        return {}
+    out: dict[str, IndexEntry] = {}
+    for scenario_id, value in section.items():
+        entry = value.entry() if isinstance(value, IndexedFile) else _entry(value)
+        if entry is not None:
+            out[str(scenario_id)] = entry
+    return out
 
 
 def read_index(lock_path: Path) -> dict[str, IndexEntry]:
@@ -122,27 +203,21 @@ def read_index(lock_path: Path) -> dict[str, IndexEntry]:
         raw = json.loads(lock_path.read_bytes()) if lock_path.is_file() else None
     except (OSError, ValueError, RecursionError):
         return {}
-    section = raw.get("index") if isinstance(raw, dict) else None
-    if not isinstance(section, dict):
-        return {}
-    out: dict[str, IndexEntry] = {}
-    for scenario_id, value in section.items():
-        entry = _entry(value)
-        if entry is not None:
-            out[str(scenario_id)] = entry
-    return out
+    return index_entries(raw.get("index") if isinstance(raw, dict) else None)
 
 
 def verified_index(root: Path, files: Iterable[Path], index: dict[str, IndexEntry]) -> dict[Path, IndexEntry]:
     """The files whose bytes are still the ones indexed, with their entries (a changed file is left out)."""
     by_file = {e.file: (scenario_id, e) for scenario_id, e in index.items()}
     out: dict[Path, IndexEntry] = {}
+    prefix = index_prefix(root)
     for path in files:
-        found = by_file.get(path.relative_to(root).as_posix())
+        found = by_file.get(relative_name(path, root, prefix))
         if found is None or found[0] != path.stem:
             continue
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read(_MAX_SCENARIO_BYTES + 1)
         except OSError:
             continue
         if file_hash(data) == found[1].file_hash:

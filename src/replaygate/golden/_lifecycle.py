@@ -25,7 +25,7 @@ from replaygate.replay import (
 
 from replaygate.golden._errors import GoldenError, describe_invalid
 from replaygate.golden._goldenset import GoldenSet, in_transaction
-from replaygate.golden._index import IndexEntry, index_file, read_index
+from replaygate.golden._index import IndexEntry, index_file
 from replaygate.golden._lock import LockEntry, changelog_hash, lock_entry
 
 __all__ = [
@@ -245,6 +245,6 @@ def accept_changes(golden: GoldenSet, allow_removed: bool = False) -> AcceptResu
                 f"{golden.lock_path}: scenario {scenario_id} is locked but its file is gone; restore it and "
                 "retire it instead (`replaygate scenarios retire`), or pass --allow-removed"
             )
-    if entries != old or not golden.lock_path.exists() or index != read_index(golden.lock_path):
+    if entries != old or not golden.lock_path.exists() or index != golden.indexed():
         golden.write_lock(entries, index)
     return result

@@ -160,10 +160,10 @@ from replaygate.replay._scenario import (
     scenario_json_schema,
     suite_hash,
 )
-from replaygate.replay._scenario_io import suite_hash_of, write_atomic
+from replaygate.replay._scenario_io import parse_scenario_file, suite_hash_of, write_atomic
 from replaygate.replay._scenario_model import ID_PATTERN
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
-from replaygate.replay._selection import HOLDOUT_TIERS, counts_in_gate, select_scenarios
+from replaygate.replay._selection import DEFAULT_STATUSES, HOLDOUT_TIERS, counts_in_gate, select_scenarios
 from replaygate.replay._shard import in_shard, parse_shard
 from replaygate.replay._simulator import (
     LlmSimulator,
@@ -200,6 +200,7 @@ __all__ = [
     "GroundednessJudgeSpec",
     "GuardrailMeasures",
     "GuardrailSummary",
+    "DEFAULT_STATUSES",
     "HOLDOUT_TIERS",
     "HttpTarget",
     "ID_PATTERN",
@@ -292,6 +293,7 @@ __all__ = [
     "merge_runs",
     "needs_backtracking",
     "parse_scenario",
+    "parse_scenario_file",
     "parse_shard",
     "percentile",
     "read_artifacts",

@@ -16,6 +16,7 @@ everywhere and every error names the file (and the line when there is one):
 :func:`load_yaml_bounded` is the one place YAML is parsed. libyaml (C) scans and parses each document
 (:mod:`replaygate.replay._yaml_fast`: a scenario in a fraction of a millisecond); a document that path
 refuses is read again by the pure-Python loader, so every error message is the one it always was.
+:func:`load_yaml_data` is the same for a caller that needs only the values (no nodes for line numbers).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 from pydantic import ValidationError
-from replaygate.replay._yaml_fast import NotFast, load_fast
+from replaygate.replay._yaml_fast import NotFast, load_fast, load_fast_data
 
 __all__ = [
     "BoundedDictReader",
@@ -41,6 +42,7 @@ __all__ = [
     "json_depth_ok",
     "load_json_bounded",
     "load_yaml_bounded",
+    "load_yaml_data",
     "parse_json_bounded",
     "read_text_bounded",
     "validation_summary",
@@ -148,6 +150,14 @@ def load_yaml_bounded(
         return load_yaml_python(text, source, error)
 
 
+def load_yaml_data(text: str, source: str, error: type[Exception] = ValueError) -> Any:
+    """:func:`load_yaml_bounded`'s data alone (no nodes are built on the fast path); the same errors."""
+    try:
+        return load_fast_data(text, MAX_DEPTH)
+    except NotFast:
+        return load_yaml_python(text, source, error)[0]
+
+
 def load_yaml_python(
     text: str, source: str, error: type[Exception] = ValueError
 ) -> tuple[Any, yaml.Node | None]:
@@ -167,7 +177,7 @@ def load_yaml_python(
         _raise(error, f"{source}:{line}: not valid YAML ({problem}); fix the syntax")
     except yaml.YAMLError as exc:
         _raise(error, f"{source}:1: not valid YAML ({exc}); fix the syntax")
-    except (ValueError, TypeError, OverflowError) as exc:  # e.g. an impossible date: 2026-02-30
+    except (ValueError, TypeError, OverflowError, LookupError) as exc:  # 2026-02-30, !!bool maybe
         current = loader.current if loader is not None else None
         line = int(current.start_mark.line) + 1 if current is not None else 1
         _raise(error, f"{source}:{line}: impossible value ({exc}); fix the value")

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
-import jsonschema
 from replaygate.instrumentation import TraceSummary
 from replaygate.replay import _scenario_checks as spec
 from replaygate.replay._measures import is_empty_answer
@@ -227,6 +226,8 @@ def _json_schema(check: spec.JsonSchemaCheck, ctx: CheckContext) -> tuple[bool, 
         data = json.loads(text)
     except ValueError as exc:
         return False, f"answer is not JSON ({exc})"
+    import jsonschema.validators  # on use, as at load: a run without a json_schema check never imports it
+
     validator_cls = jsonschema.validators.validator_for(check.json_schema)
     errors = sorted(validator_cls(check.json_schema).iter_errors(data), key=lambda e: list(e.path))
     if errors:

@@ -47,6 +47,8 @@ class RunOptions:
         code_commit: True to read ``git rev-parse HEAD``; a string or None to record that instead.
         simulator: the simulated user of scenarios with ``followups`` (default: the scripted simulator
             seeded with ``seed``); recorded in the fingerprint when the suite has such scenarios.
+        content_hashes: scenario id -> content hash already known for that very scenario (the golden
+            set's index, for files that still match it); the others are hashed for the suite hash.
     """
 
     out_path: str | Path
@@ -64,6 +66,7 @@ class RunOptions:
     scorer: Scorer | None = None
     code_commit: str | None | bool = True
     simulator: Simulator | None = None
+    content_hashes: Mapping[str, str] | None = None
 
     def check(self) -> None:
         """Refuse impossible values.

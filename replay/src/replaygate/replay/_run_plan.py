@@ -168,7 +168,8 @@ def plan_run(
     def describe() -> tuple[Fingerprint, list[ScenarioEntry]]:
         # Hashing every scenario takes a while: a new run does it while its first calls run.
         commit = git_commit() if opts.code_commit is True else (opts.code_commit or None)
-        hashes = {s.id: scenario_content_hash(s) for s in scenarios}  # once: suite hash and entries
+        known = opts.content_hashes or {}
+        hashes = {s.id: known.get(s.id) or scenario_content_hash(s) for s in scenarios}  # once, for both
         fingerprint = build_fingerprint(
             config=cfg if config is not None else None,
             versions=declared_versions(cfg),

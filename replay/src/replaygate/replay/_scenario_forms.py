@@ -22,6 +22,7 @@ expected, with a did-you-mean: a misspelt key (``value`` → ``values``), a miss
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -103,8 +104,13 @@ def _close(word: str, candidates: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
+@functools.cache
+def _field_names(model: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(f.alias or name for name, f in model.model_fields.items())
+
+
 def _fields(model: type[BaseModel]) -> list[str]:
-    return [f.alias or name for name, f in model.model_fields.items()]
+    return list(_field_names(model))
 
 
 def _main_field(check_type: str, value: Any) -> dict[str, Any]:
@@ -119,7 +125,7 @@ def _main_field(check_type: str, value: Any) -> dict[str, Any]:
 def _field_problems(check_type: str, entry: Mapping[str, Any], where: Path) -> list[Problem]:
     """Unknown keys of a check of a known type, each with a did-you-mean."""
     model = CHECK_MODELS[check_type]
-    names = [n for n in _fields(model) if n != "type"]
+    names = [n for n in _field_names(model) if n != "type"]
     out: list[Problem] = []
     for key in entry:
         if key == "type" or key in names:
@@ -196,7 +202,7 @@ def _normalise_check(entry: Any, where: Path) -> tuple[Any, bool, list[Problem]]
 
 
 def _top_level_problems(data: Mapping[str, Any]) -> list[Problem]:
-    names = set(_fields(Scenario))
+    names = _field_names(Scenario)
     out: list[Problem] = []
     for key in data:
         text = str(key)

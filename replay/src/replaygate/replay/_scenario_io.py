@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
-from replaygate.replay._bounded import load_yaml_bounded
+from replaygate.replay._bounded import load_yaml_bounded, load_yaml_data
 from replaygate.replay._errors import ScenarioError
 from replaygate.replay._runfile import content_hash, save_atomic, write_atomic
 from replaygate.replay._scenario_forms import check_entry, error_hint, mark_forms, normalise_checks
@@ -22,6 +22,7 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "parse_scenario",
+    "parse_scenario_file",
     "save_scenario",
     "scenario_content_hash",
     "scenario_files",
@@ -132,11 +133,12 @@ def parse_scenario(text: str, source: str = "<string>", expected_id: str | None 
         source: the file name used in error messages.
         expected_id: when given, the scenario's ``id`` must equal it (the file stem).
     """
-    data, node = load_yaml_bounded(text, source, ScenarioError)  # no aliases, bounded depth
+    data = load_yaml_data(text, source, ScenarioError)  # no aliases, bounded depth
     if isinstance(data, dict):
         valid = _valid_scenario(data, expected_id)
         if valid is not None:
-            return valid  # the common case: nothing to locate, so no walk over the nodes
+            return valid  # the common case: nothing to locate, so no nodes and no walk over them
+    data, node = load_yaml_bounded(text, source, ScenarioError)  # again, with the nodes that hold the lines
     if node is None or data is None:
         raise ScenarioError(f"{source}:1: empty scenario file; write a scenario mapping (id, title, ...)")
     if not isinstance(data, dict):
@@ -201,6 +203,12 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         raw = p.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"{p}: cannot read the scenario file ({exc.strerror or exc})") from None
+    return parse_scenario_file(p, raw)
+
+
+def parse_scenario_file(path: str | os.PathLike[str], raw: bytes) -> Scenario:
+    """:func:`load_scenario` of a file's bytes already read (for a caller that also hashes them)."""
+    p = Path(path)
     if len(raw) > _MAX_BYTES:
         raise ScenarioError(f"{p}:1: scenario file larger than {_MAX_BYTES} bytes; split or shorten it")
     try:
@@ -212,18 +220,28 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 
 def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The scenario files of a golden set: ``*.yaml``/``*.yml`` below it, hidden files excluded."""
-    root = Path(directory)
-    files: list[Path] = []
-    for folder, dirs, names in os.walk(root):  # like rglob: symlinked folders are not entered
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        base = Path(folder)
-        for name in names:
-            if name.startswith(".") or os.path.splitext(name)[1] not in SCENARIO_SUFFIXES:
-                continue
-            path = base / name
-            if path.is_file():
-                files.append(path)
-    return sorted(files)
+    found: list[tuple[tuple[str, ...], str]] = []  # (parts below the root, path): sorted as Paths sort
+    folders: list[tuple[tuple[str, ...], str]] = [((), os.fspath(directory))]
+    while folders:  # like rglob: symlinked folders are not entered, unreadable ones are skipped
+        parts, folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith("."):
+                        continue
+                    try:
+                        if entry.is_dir():
+                            if not entry.is_symlink():
+                                folders.append(((*parts, name), entry.path))
+                        elif os.path.splitext(name)[1] in SCENARIO_SUFFIXES and entry.is_file():
+                            found.append(((*parts, name), entry.path))
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    found.sort()
+    return [Path(path) for _, path in found]
 
 
 def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = ()) -> list[Scenario]:
