@@ -6,6 +6,7 @@ printed with ``-s``), so a person can look at them after a run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,11 @@ def test_canary_widen_with_a_reason_rollback_needs_one(
     page.wait_for_selector("text=canary 10% (step 1 of 3)")
     helpers.write(env.path, "baseline", 150)
     helpers.write(env.path, "candidate", 150)
+    deadline = time.monotonic() + 15  # the page's measures are recomputed at most every 5 s per worker
     page.reload()
+    while not page.is_enabled("#widen") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        page.reload()
     assert page.is_enabled("#widen")
     # each measure's verdict in words; the thresholds say where they come from
     note = " ".join((page.text_content("#threshold-note") or "").split())
