@@ -68,6 +68,7 @@ EXPECTED = {
     "load_run",
     "save_run",
     "scan_run",
+    "old_objects_frozen",
     "attempts_digest",
     # scenarios
     "Scenario",

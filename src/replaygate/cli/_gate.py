@@ -8,17 +8,15 @@ The store for reviews and decisions is ``--store`` or env ``REPLAYGATE_STORE`` (
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay import RunFile
+from replaygate.replay import RunFile, old_objects_frozen
 
 from replaygate import gate as gate_api  # DecisionStore (SQLAlchemy) loads on first use: gate needs none
 from replaygate.cli._options import baseline_2_option, by_option, echo_json, json_option, store_option
@@ -131,7 +129,7 @@ def gate_cmd(
     b2 = load_run_data(baseline_2) if baseline_2 else None
     head = load_run_data(candidate)
     base = load_run_data(baseline)
-    with _long_lived():
+    with old_objects_frozen():  # the runs read stay out of the collector's passes
         report = gate_runs(policy, base, head, b2, paths=(baseline, candidate, baseline_2))
     report = _judge_agreement(report, policy, head.judged_run(), (candidate, baseline))
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
@@ -157,20 +155,6 @@ def gate_cmd(
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
     sys.exit(EXIT[report.outcome])  # (click returns, not raises, Exit codes under main())
-
-
-@contextmanager
-def _long_lived() -> Iterator[None]:
-    """Keep what is alive now (the runs read, the modules) out of the garbage collector's passes.
-
-    The gate allocates many small objects; each collection would otherwise walk every number of the
-    three runs again. Frozen objects are still freed by reference counting; unfrozen on the way out.
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def _gate_json(report: GateReport, paths: dict[str, Path]) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from replaygate.replay._fingerprint import (
     git_commit,
     judge_identity,
 )
+from replaygate.replay._gc import old_objects_frozen
 from replaygate.replay._http_target import HttpTarget
 from replaygate.replay._journal import (
     JournalWriter,
@@ -309,6 +310,7 @@ __all__ = [
     "save_run",
     "save_scenario",
     "scan_run",
+    "old_objects_frozen",
     "scenario_content_hash",
     "scenario_files",
     "scenario_json_schema",

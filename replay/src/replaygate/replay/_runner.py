@@ -17,10 +17,8 @@ a task of its own; finished attempts handed to the journal and artifact threads 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._capture import FOREIGN_PROVIDER_HINT, Capture, open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._filelock import exclusive_lock
+from replaygate.replay._gc import old_objects_frozen
 from replaygate.replay._progress import Progress, make_progress
 from replaygate.replay._run_options import RunOptions, resolve_options
 from replaygate.replay._run_plan import RESUME_FIELDS, RunPlan, plan_run
@@ -333,30 +332,6 @@ def run_suite(
 
     out = Path(opts.out_path)  # the run file and its journal are ours while we write them
     with exclusive_lock(out.with_name(out.name + ".lock"), wait_s=0, what=f"the run file {out}"):
-        with _old_objects_frozen():
+        with old_objects_frozen(first_threshold=50_000):  # see _gc.py
             asyncio.run(main())
     return box[0]
-
-
-@contextmanager
-def _old_objects_frozen() -> Iterator[None]:
-    """Keep the garbage collector off the objects that existed before the run, and collect less often.
-
-    A full collection scans every object of the process (modules, schemas: tens of milliseconds) and
-    would land in the middle of the run; ``gc.freeze`` sets the old objects aside until the run ends. The
-    first generation is collected every 50,000 instead of 700 allocations: each collection visits every
-    object of the attempts in flight (spans, outputs, artifacts on their way), which are alive then and
-    gone soon after, so fewer collections visit them fewer times. Both are restored afterwards; a process
-    that froze objects itself is left alone.
-    """
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], 50_000), *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
