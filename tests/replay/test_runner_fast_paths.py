@@ -381,6 +381,7 @@ def test_scores_kept_for_root_only_attempts_equal_scoring_each_afresh(tmp_path: 
 
         def target(turns: list[str], context: dict[str, Any]) -> Any:
             n = served[turns[0]] = served.get(turns[0], -1) + 1
+            time.sleep(0.001 * (n + 1))  # each call its own, growing duration
             return answers[n % len(answers)]
 
         run = run_suite(
@@ -403,5 +404,6 @@ def test_scores_kept_for_root_only_attempts_equal_scoring_each_afresh(tmp_path: 
     for a, b in zip(kept, fresh, strict=True):
         assert a.model_dump(exclude=own) == b.model_dump(exclude=own)
         assert a.measures.model_dump(exclude={"latency_s"}) == b.measures.model_dump(exclude={"latency_s"})
-    assert len({a.measures.latency_s for a in kept}) == len(kept)  # each attempt its own latency
+    # each attempt its own latency: one kept from an earlier, shorter call would be below this call's sleep
+    assert all(a.measures.latency_s >= 0.001 * (a.index + 1) for a in kept)
     assert {a.status for a in kept} == {"pass", "fail", "error"}  # kept outcomes of every kind reused
