@@ -3,14 +3,27 @@
 Peers: Langfuse's ``@observe``, OpenInference's ``@tracer.agent`` / ``@tracer.chain``
 (openinference-instrumentation's ``OITracer``) and OpenLLMetry's ``@workflow`` (``traceloop-sdk``).
 
-All variants of one process run the same function, interleaved (each repetition times every variant in a
-shuffled order) so load changes on the machine hit them alike; the median over repetitions is reported.
-Between blocks, untimed, the export queues drain and the heap is collected (``gc.collect()``), so no
-block pays for the spans or the garbage of the block before it (a peer's, as often as not). The manual
-span and ``@trace_agent`` share one SDK setup: the same TracerProvider and the same processors
-(replaygate's bounded batch pipeline in front of a no-op exporter). Langfuse's ``@observe`` runs with
-dummy keys, its own provider and batch processor, and a no-op exporter, so nothing reaches the network
-(its host is a closed port on 127.0.0.1 in case anything tries).
+How it is timed, so that one run's verdict is steady on a loaded 2-core machine:
+
+- Rows are interleaved. Each of ``BENCH_REPEATS`` (41) repetitions runs ``BENCH_BLOCKS`` (5) rounds;
+  each round times one block of ``BENCH_CALLS`` (100) calls of every row, in a shuffled order. A
+  repetition's rows thus share one stretch of time (and the load in it).
+- Ratios are paired: for each repetition, a row's CPU time per call over the manual span's in that
+  same repetition; the median of those per-repetition ratios is reported with its inter-quartile range,
+  and the verdict line is computed from the medians.
+- The collector is in the same state for every block: after the untimed warm-up the heap is collected
+  and frozen (``gc.freeze``: the collector never walks the libraries' start-up objects), and each block
+  starts right after a ``gc.collect()``. The collector stays on while timing: a row pays for the
+  garbage it makes.
+- Export never runs during a block: every provider's batch processor (replaygate's and the peers') has
+  batches larger than a repetition and a 600 s timer, and all of them are flushed between repetitions
+  (untimed), so no row pays for another's spans being exported. CPU time is the agent thread's only
+  (``time.thread_time``); the wall-clock rows are printed with the machine's load.
+
+The manual span and ``@trace_agent`` share one SDK setup: the same TracerProvider and the same
+processors (replaygate's bounded batch pipeline in front of a no-op exporter). Langfuse's ``@observe``
+runs with dummy keys, its own provider and batch processor, and a no-op exporter, so nothing reaches
+the network (its host is a closed port on 127.0.0.1 in case anything tries).
 
 Where each row runs: ``traceloop-sdk`` cannot be installed beside the workspace's OpenTelemetry SDK (see
 ``bench/_openllmetry_env.py``), so unless it is importable here the ``@workflow`` row runs in a second
@@ -43,12 +56,29 @@ from pathlib import Path
 from typing import Any
 
 import replaygate.instrumentation as ri
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from replaygate.instrumentation import semconv as sc
 
-CALLS = int(os.environ.get("BENCH_CALLS", "2000"))
-REPEATS = int(os.environ.get("BENCH_REPEATS", "9"))
+CALLS = int(os.environ.get("BENCH_CALLS", "100"))
+BLOCKS = int(os.environ.get("BENCH_BLOCKS", "5"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "41"))
+WARM_UP = 300
+TARGET = 1.2
+MANUAL = "manual OTel span"
+#: Export batches are big enough, and their timers slow enough, that no export worker wakes inside a
+#: block: every block's spans are exported by settle(), between blocks, for every row alike.
+BATCH = 4096
+DELAY_S = 600
+for _key, _value in (
+    ("OTEL_BSP_SCHEDULE_DELAY", str(DELAY_S * 1000)),
+    ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", str(BATCH)),
+    ("OTEL_BSP_MAX_QUEUE_SIZE", str(2 * BATCH)),
+):
+    os.environ.setdefault(_key, _value)
+if CALLS * BLOCKS > BATCH // 2:
+    raise SystemExit(f"BENCH_CALLS x BENCH_BLOCKS = {CALLS * BLOCKS}: at most {BATCH // 2} per repetition")
 MESSAGE = "Hello, I ordered a kettle (ORD-10042) two weeks ago and it arrived broken. Can I get a refund?"
 
 
@@ -73,6 +103,8 @@ def _closed_port() -> int:
 
 
 Variants = dict[str, Callable[[str, str], Any]]
+#: Each provider's force_flush, called between blocks (untimed).
+FLUSHES: list[Callable[[], object]] = []
 CHILD_FLAG = "--openllmetry-child"
 JSON_MARK = "BENCH-JSON:"
 PEERS = ("langfuse @observe", "openinference @agent", "openinference @chain", "openllmetry @workflow")
@@ -89,7 +121,11 @@ def base_variants(exporters: Sequence[SpanExporter] | None = None) -> Variants:
         tracer_provider=provider,
         store=None,
         exporters=[NoopExporter()] if exporters is None else list(exporters),
+        max_batch_size=BATCH,
+        max_queue_size=2 * BATCH,
+        schedule_delay_s=DELAY_S,
     )
+    FLUSHES.append(provider.force_flush)
     tracer = provider.get_tracer("bench")
 
     def manual(message: str, session_id: str) -> str:
@@ -117,13 +153,17 @@ def build_variants() -> Variants:
     except ImportError:  # pragma: no cover - langfuse is a dev dependency
         print("langfuse is not installed: @observe skipped", file=sys.stderr)
         return variants
+    provider = TracerProvider()
     Langfuse(
         public_key="pk-lf-bench",
         secret_key="sk-lf-bench",
         host=f"http://127.0.0.1:{_closed_port()}",
-        tracer_provider=TracerProvider(),
+        tracer_provider=provider,
         span_exporter=NoopExporter(),
+        flush_at=BATCH,
+        flush_interval=DELAY_S,
     )
+    FLUSHES.append(provider.force_flush)
     variants["langfuse @observe"] = observe(name="support")(answer)
     _add_openinference(variants)
     if openllmetry_here():
@@ -149,6 +189,7 @@ def _add_openinference(variants: dict[str, Callable[[str, str], Any]]) -> None:
         return
     provider = OITracerProvider()
     provider.add_span_processor(BatchSpanProcessor(NoopExporter()))
+    FLUSHES.append(provider.force_flush)
     tracer = provider.get_tracer("bench")
     variants["openinference @agent"] = tracer.agent(name="support")(answer)
     variants["openinference @chain"] = tracer.chain(name="support")(answer)
@@ -167,64 +208,104 @@ def _add_openllmetry(variants: Variants) -> None:
         instruments=set(),
         disable_batch=False,
     )
+    FLUSHES.append(trace.get_tracer_provider().force_flush)  # type: ignore[attr-defined]
     variants["openllmetry @workflow"] = workflow(name="support")(answer)
 
 
 def settle() -> None:
-    """Let the export workers drain between blocks, so no block pays for the previous one's spans."""
-    deadline = time.monotonic() + 10
-    while ri.health()["queued_spans"] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        from langfuse import get_client
-
-        get_client().flush()
-    except Exception:  # noqa: BLE001 - langfuse missing or not configured
-        pass
-    time.sleep(0.02)
-    # Each block starts on a collected heap: the cycle collector's work for garbage one variant left behind
-    # (or for the peers' larger heaps) is not charged to whichever variant happens to run next.
+    """Between blocks, untimed: export what the block queued, then collect its garbage."""
+    for flush in FLUSHES:
+        flush()
+    # Each block starts with the collector's counts at zero and nothing young on the heap: the cycle
+    # collector's work for garbage one row left behind is not charged to whichever row runs next.
     gc.collect()
 
 
-def measure(variants: dict[str, Callable[[str, str], Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    """Median per-call wall seconds and agent-thread CPU seconds of each variant, interleaved."""
-    wall: dict[str, list[float]] = {name: [] for name in variants}
-    cpu: dict[str, list[float]] = {name: [] for name in variants}
+class Samples:
+    """Per-call seconds of each row, one value per repetition (index ``r`` of every row: repetition r)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.wall: dict[str, list[float]] = {name: [] for name in names}
+        self.cpu: dict[str, list[float]] = {name: [] for name in names}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"wall": self.wall, "cpu": self.cpu}
+
+
+def measure(variants: Variants) -> Samples:
+    """Time every row ``BLOCKS`` times per repetition, ``CALLS`` calls a block, the rows interleaved.
+
+    Each repetition runs the rows block by block in a shuffled order, ``BLOCKS`` rounds (ABC..ABC..),
+    so the rows of one repetition share the same stretch of time and the load on the machine in it;
+    a row's value for the repetition is its time over all its blocks. Warm-up is untimed; then the
+    heap is collected and frozen (``gc.freeze``), so the collector's passes walk only what the rows
+    allocate, not the libraries' start-up objects, and every block starts from a collected heap.
+    """
+    samples = Samples(list(variants))
     order = list(variants)
     rng = random.Random(7)
-    for fn in variants.values():  # warm-up
-        for _ in range(200):
+    for fn in variants.values():
+        for _ in range(WARM_UP):
             fn(MESSAGE, "s-1")
-    for _ in range(REPEATS):
-        rng.shuffle(order)
-        for name in order:
-            fn = variants[name]
-            start, start_cpu = time.perf_counter(), time.thread_time()
-            for _ in range(CALLS):
-                fn(MESSAGE, "s-1")
-            cpu[name].append((time.thread_time() - start_cpu) / CALLS)
-            wall[name].append((time.perf_counter() - start) / CALLS)
+    settle()
+    gc.freeze()
+    calls = CALLS * BLOCKS
+    try:
+        for _ in range(REPEATS):
+            wall = dict.fromkeys(variants, 0.0)
+            cpu = dict.fromkeys(variants, 0.0)
+            for _ in range(BLOCKS):
+                rng.shuffle(order)
+                for name in order:
+                    fn = variants[name]
+                    gc.collect()
+                    start, start_cpu = time.perf_counter(), time.thread_time()
+                    for _ in range(CALLS):
+                        fn(MESSAGE, "s-1")
+                    cpu[name] += time.thread_time() - start_cpu
+                    wall[name] += time.perf_counter() - start
+            for name in variants:
+                samples.cpu[name].append(cpu[name] / calls)
+                samples.wall[name].append(wall[name] / calls)
             settle()
-    return (
-        {name: statistics.median(values) for name, values in wall.items()},
-        {name: statistics.median(values) for name, values in cpu.items()},
+    finally:
+        gc.unfreeze()
+    return samples
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """The lower quartile, median and upper quartile of ``values``."""
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def paired(per_rep: dict[str, list[float]], name: str, base: str) -> tuple[float, float, float]:
+    """Quartiles of the per-repetition ratio ``name`` / ``base`` (each pair timed in one repetition)."""
+    return quartiles([a / b for a, b in zip(per_rep[name], per_rep[base], strict=True)])
+
+
+def _fmt(q: tuple[float, float, float]) -> str:
+    return f"{q[1]:5.2f}  (IQR {q[0]:4.2f}-{q[2]:4.2f})"
+
+
+def report(title: str, per_rep: dict[str, list[float]], where: str) -> None:
+    """Median per-call time of each row, and the paired ratios with their inter-quartile range."""
+    print(f"{title} [{where}]")
+    print(
+        f"  {REPEATS} repetitions x {BLOCKS} interleaved blocks x {CALLS} calls per row; median per call, and"
     )
-
-
-def report(title: str, results: dict[str, float], where: str) -> None:
-    bare = results["bare function"]
-    manual = results["manual OTel span"]
-    traced = results["@trace_agent"]
-    print(f"{title} [{where}], median of {REPEATS} interleaved repetitions x {CALLS} calls:")
-    for name, seconds in results.items():
+    print("  the median (inter-quartile range) of the per-repetition ratio of two rows timed side by side:")
+    bare = statistics.median(per_rep["bare function"])
+    for name, values in per_rep.items():
+        seconds = statistics.median(values)
         print(f"  {name:<22} {seconds * 1e6:9.2f} us   (+{(seconds - bare) * 1e6:8.2f} us over bare)")
-    print(f"  ratio @trace_agent / manual OTel span            = {traced / manual:5.2f}   (target <= 1.2)")
+    print(f"  @trace_agent / manual OTel span {'':<19}= {_fmt(paired(per_rep, '@trace_agent', MANUAL))}")
     for peer in PEERS:
-        if peer in results:
-            other = results[peer]
-            print(f"  ratio @trace_agent / {peer:<27} = {traced / other:5.2f}   (target < 1.0)")
-            print(f"  ratio {peer} / manual OTel span {'':<{22 - len(peer)}}= {other / manual:5.2f}")
+        if peer in per_rep:
+            print(f"  @trace_agent / {peer:<35}= {_fmt(paired(per_rep, '@trace_agent', peer))}")
+            print(
+                f"  {peer} / manual OTel span {'':<{26 - len(peer)}}= {_fmt(paired(per_rep, peer, MANUAL))}"
+            )
 
 
 def otel_sdk_version() -> str:
@@ -256,6 +337,7 @@ def run_openllmetry_child() -> dict[str, Any] | None:
         "TRACELOOP_TELEMETRY": "false",
         "BENCH_CALLS": str(CALLS),
         "BENCH_REPEATS": str(REPEATS),
+        "BENCH_BLOCKS": str(BLOCKS),
     }
     result = subprocess.run(
         [str(python), str(Path(__file__).resolve()), CHILD_FLAG],
@@ -280,38 +362,60 @@ def run_openllmetry_child() -> dict[str, Any] | None:
 
 
 def child_main() -> None:
-    """The second process: bare, manual span, @trace_agent and @workflow; results as one JSON line."""
+    """The second process: bare, manual span, @trace_agent and @workflow; per-repetition times as JSON."""
     from importlib.metadata import version
 
     variants = base_variants()
     _add_openllmetry(variants)
-    wall, cpu = measure(variants)
+    samples = measure(variants)
     ri.shutdown(timeout=5)
-    data = {"wall": wall, "cpu": cpu, "otel_sdk": otel_sdk_version(), "traceloop": version("traceloop-sdk")}
+    data = {**samples.to_json(), "otel_sdk": otel_sdk_version(), "traceloop": version("traceloop-sdk")}
     print(JSON_MARK + json.dumps(data), flush=True)
 
 
-def side_by_side(runs: list[tuple[str, dict[str, float]]]) -> None:
-    """Every row's CPU ratio to the manual span of its own process, in one table."""
-    print("side by side: CPU per call / the manual OTel span of the same process")
+def side_by_side(runs: list[tuple[str, dict[str, list[float]]]]) -> None:
+    """Every row's paired CPU ratio to the manual span of its own process, in one table."""
+    print("side by side: CPU per call / the manual OTel span of the same process (paired median, IQR)")
     for label, cpu in runs:
-        manual = cpu["manual OTel span"]
-        for name, seconds in cpu.items():
-            if name != "bare function":
-                print(f"  {name:<22} {seconds / manual:5.2f}x   [{label}]")
+        for name in cpu:
+            if name not in ("bare function", MANUAL):
+                print(f"  {name:<22} {_fmt(paired(cpu, name, MANUAL))}   [{label}]")
+
+
+def verdict(runs: list[tuple[str, dict[str, list[float]]]]) -> str:
+    """The target line, from the paired medians: <= 1.2x the manual span, below every peer (every process)."""
+    to_manual = [(label, paired(cpu, "@trace_agent", MANUAL)[1]) for label, cpu in runs]
+    to_peers = [
+        (peer, paired(cpu, "@trace_agent", peer)[1]) for _, cpu in runs for peer in PEERS if peer in cpu
+    ]
+    holds = all(r <= TARGET for _, r in to_manual) and all(r < 1.0 for _, r in to_peers)
+    manual_text = ", ".join(f"{r:.2f} [{label}]" for label, r in to_manual)
+    peers_text = ", ".join(f"{r:.2f} {peer}" for peer, r in to_peers) or "no peer measured"
+    return (
+        f"verdict: {'HOLDS' if holds else 'DOES NOT HOLD'}: @trace_agent / manual OTel span CPU per call "
+        f"{manual_text} (target <= {TARGET}); @trace_agent / peer {peers_text} (target < 1.0)"
+    )
+
+
+def load() -> str:
+    """The machine's load averages (wall-clock figures mean little without them)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def main() -> None:
     where = f"process 1: the workspace venv, OTel SDK {otel_sdk_version()}"
+    load_before = load()
     variants = build_variants()
-    wall, cpu = measure(variants)
+    samples = measure(variants)
     health = ri.health()
     ri.shutdown(timeout=5)
     child = None if "openllmetry @workflow" in variants else run_openllmetry_child()
-    report("per-call wall time", wall, where)
-    report("per-call CPU time of the agent's thread (export workers excluded)", cpu, where)
+    print(f"machine: {load_before} at the start, {load()} at the end")
+    report("per-call wall time", samples.wall, where)
+    report("per-call CPU time of the agent's thread (export workers excluded)", samples.cpu, where)
     print(f"replaygate health: exported={health['exported_spans']} dropped={health['dropped_spans']}")
-    runs = [("process 1", cpu)]
+    runs = [("process 1", samples.cpu)]
     if child is not None:
         print()
         report("per-call wall time", child["wall"], child["where"])
@@ -321,6 +425,7 @@ def main() -> None:
         runs.append(("process 2", child["cpu"]))
     print()
     side_by_side(runs)
+    print(verdict(runs))
 
 
 if __name__ == "__main__":

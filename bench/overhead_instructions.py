@@ -60,6 +60,7 @@ def count(valgrind: str, name: str, calls: int) -> int:
         text=True,
         timeout=1800,
         check=False,
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts in every run: counts repeat
     )
     found = _REFS.search(result.stderr)
     if result.returncode != 0 or found is None:
