@@ -46,6 +46,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from replaygate.instrumentation import semconv as sc
+from replaygate.instrumentation._frozen import fast_init
 from replaygate.instrumentation._records import Chunk, LlmCall, SpanKind, SpanRecord, ToolCall
 
 __all__ = [
@@ -62,6 +63,8 @@ __all__ = [
     "llm_call_of",
     "normalize_record",
     "normalize_span",
+    "plain_attributes",
+    "record_of_span",
     "session_of",
     "span_kind",
     "span_record",
@@ -361,10 +364,20 @@ def span_to_record(span: ReadableSpan, *, attributes: Mapping[str, Any] | None =
     ``attributes`` replaces the span's own attributes (the exporters pass them with the derived ones
     added, read once from the SDK's mapping).
     """
-    context = span.context
     plain = _PLAIN_TYPES
     source = (span.attributes or {}) if attributes is None else attributes
-    values = {k: v if type(v) in plain else jsonable(v) for k, v in source.items()}
+    return record_of_span(span, {k: v if type(v) in plain else jsonable(v) for k, v in source.items()})
+
+
+def plain_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """A finished span's attributes as plain JSON data (as :func:`span_to_record` stores them)."""
+    plain = _PLAIN_TYPES
+    return {k: v if type(v) in plain else jsonable(v) for k, v in (span.attributes or {}).items()}
+
+
+def record_of_span(span: ReadableSpan, values: dict[str, Any]) -> SpanRecord:
+    """The record of ``span`` with ``values`` (already plain, see :func:`plain_attributes`) as attributes."""
+    context = span.context
     events = tuple(
         {
             "name": event.name,
@@ -389,6 +402,7 @@ def span_to_record(span: ReadableSpan, *, attributes: Mapping[str, Any] | None =
     )
 
 
+@fast_init
 @dataclass(frozen=True)
 class AgentRun:
     """What an agent span says: the user's input, the answer, who and which agent."""
@@ -401,6 +415,7 @@ class AgentRun:
     user_id: str | None
 
 
+@fast_init
 @dataclass(frozen=True)
 class Retrieval:
     """What a retrieval span says: the query, the chunks in rank order, and the threshold's effect."""
@@ -411,6 +426,7 @@ class Retrieval:
     filtered: int | None
 
 
+@fast_init
 @dataclass(frozen=True)
 class NormalizedSpan:
     """One finished span read in any dialect: its record, its kind, and the facts of that kind.

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from replaygate.instrumentation._frozen import fast_init
+
 __all__ = [
     "FAILURE_REASONS",
     "Chunk",
@@ -37,6 +39,7 @@ def ordered_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
     return tuple(known + [r for r in unique if r not in FAILURE_REASONS])
 
 
+@fast_init
 @dataclass(frozen=True)
 class SpanRecord:
     """One finished span: ids as lowercase hex, times in nanoseconds since the epoch."""
@@ -54,6 +57,7 @@ class SpanRecord:
     events: tuple[dict[str, Any], ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True)
 class Chunk:
     """One retrieved chunk, ``rank`` starting at 1; ``text`` is a sha256 hash when content is off."""
@@ -66,6 +70,7 @@ class Chunk:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call with its decoded arguments and result (``error`` when the tool raised)."""
@@ -77,6 +82,7 @@ class ToolCall:
     error: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class LlmCall:
     """One LLM call; token counts are None when the provider did not report them.
@@ -93,6 +99,7 @@ class LlmCall:
     cost_usd: float | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class TraceSummary:
     """What one trace means: one or more agent calls (turns) and everything under them."""
