@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from replaygate.instrumentation import semconv as sc
@@ -364,20 +365,38 @@ def span_to_record(span: ReadableSpan, *, attributes: Mapping[str, Any] | None =
     ``attributes`` replaces the span's own attributes (the exporters pass them with the derived ones
     added, read once from the SDK's mapping).
     """
+    if attributes is None:
+        return record_of_span(span, plain_attributes(span))
     plain = _PLAIN_TYPES
-    source = (span.attributes or {}) if attributes is None else attributes
-    return record_of_span(span, {k: v if type(v) in plain else jsonable(v) for k, v in source.items()})
+    return record_of_span(span, {k: v if type(v) in plain else jsonable(v) for k, v in attributes.items()})
+
+
+def _attribute_items(span: ReadableSpan) -> Iterable[tuple[str, Any]]:
+    """The attributes of a span, read straight from the SDK's dict once the span has ended.
+
+    ``ReadableSpan.attributes`` is a read-only proxy of a ``BoundedAttributes`` whose every item goes
+    through Python-level ``__iter__``/``__getitem__`` (~5 us for 11 attributes, against ~1 us for its
+    dict). The dict is read only when the SDK has made the mapping immutable (the span has ended);
+    anything else goes through the public mapping.
+    """
+    raw = getattr(span, "_attributes", None)
+    if type(raw) is BoundedAttributes and getattr(raw, "_immutable", False):
+        inner = getattr(raw, "_dict", None)
+        if type(inner) is dict:
+            return inner.items()
+    return (span.attributes or {}).items()
 
 
 def plain_attributes(span: ReadableSpan) -> dict[str, Any]:
     """A finished span's attributes as plain JSON data (as :func:`span_to_record` stores them)."""
     plain = _PLAIN_TYPES
-    return {k: v if type(v) in plain else jsonable(v) for k, v in (span.attributes or {}).items()}
+    return {k: v if type(v) in plain else jsonable(v) for k, v in _attribute_items(span)}
 
 
 def record_of_span(span: ReadableSpan, values: dict[str, Any]) -> SpanRecord:
     """The record of ``span`` with ``values`` (already plain, see :func:`plain_attributes`) as attributes."""
     context = span.context
+    parent = span.parent
     events = tuple(
         {
             "name": event.name,
@@ -388,9 +407,9 @@ def record_of_span(span: ReadableSpan, values: dict[str, Any]) -> SpanRecord:
     )
     start_ns = int(span.start_time or 0)
     return SpanRecord(
-        trace_id=format(context.trace_id if context else 0, "032x"),
-        span_id=format(context.span_id if context else 0, "016x"),
-        parent_id=format(span.parent.span_id, "016x") if span.parent is not None else None,
+        trace_id="%032x" % (context.trace_id if context else 0),  # noqa: UP031 - twice as fast as format()
+        span_id="%016x" % (context.span_id if context else 0),  # noqa: UP031
+        parent_id="%016x" % parent.span_id if parent is not None else None,  # noqa: UP031
         name=span.name,
         kind=span_kind(values),
         start_ns=start_ns,

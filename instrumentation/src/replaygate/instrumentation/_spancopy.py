@@ -29,7 +29,13 @@ from replaygate.instrumentation._prices import call_cost
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._redaction import Redactor
 
-__all__ = ["derived_attributes", "is_content_attribute", "transform_record", "transform_span"]
+__all__ = [
+    "derived_attributes",
+    "is_content_attribute",
+    "transform_record",
+    "transform_span",
+    "with_attributes",
+]
 
 
 def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,6 +163,14 @@ def _copy(
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def with_attributes(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
+    """A copy of ``span`` with ``extra`` added to its attributes (the span itself is not modified)."""
+    attributes = {**(span.attributes or {}), **extra}
+    return _copy(
+        span, name=span.name, attributes=attributes, events=span.events, status=span.status, resource=None
     )
 
 
