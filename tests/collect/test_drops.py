@@ -6,17 +6,11 @@ import replaygate.instrumentation as ri
 from opentelemetry.sdk.trace import TracerProvider
 from replaygate.instrumentation import SpanRecord
 from replaygate.instrumentation import semconv as sc
-from replaygate.instrumentation._state import STATE
 
 from replaygate.collect._drops import MAX_SOURCE_CHARS, take_drop_reports
 from replaygate.store import TraceStore
 
 from .conftest import TOKEN
-
-
-def _flush() -> bool:
-    pipeline = STATE.pipeline
-    return pipeline is not None and pipeline.force_flush(20_000)
 
 
 def _record(attributes: dict) -> SpanRecord:
@@ -61,11 +55,11 @@ def test_an_otlp_agent_s_drops_are_counted_in_the_collector_s_store(store_url, s
             agent = ri.trace_agent(name="burst")(lambda i: f"answer {i}")
             for i in range(300):  # far faster than one HTTP export per batch of 8: the queue overflows
                 agent(i)
-            assert _flush()
+            assert provider.force_flush(20_000)
             dropped = ri.health()["exporters"]["otlp"]["dropped_spans"] - before
             assert dropped > 0
             agent(-1)  # the next batch carries the running total
-            assert _flush()
+            assert provider.force_flush(20_000)
             deadline = time.monotonic() + 10
             while store.drops().total < dropped and time.monotonic() < deadline:
                 time.sleep(0.05)

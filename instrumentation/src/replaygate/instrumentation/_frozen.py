@@ -49,5 +49,5 @@ def fast_init(cls: C) -> C:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     init.__annotations__ = dict(getattr(cls.__init__, "__annotations__", {}))
-    cls.__init__ = init  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls
