@@ -397,27 +397,34 @@ def record_of_span(span: ReadableSpan, values: dict[str, Any]) -> SpanRecord:
     """The record of ``span`` with ``values`` (already plain, see :func:`plain_attributes`) as attributes."""
     context = span.context
     parent = span.parent
-    events = tuple(
-        {
-            "name": event.name,
-            "timestamp_ns": int(event.timestamp or 0),
-            "attributes": {k: jsonable(v) for k, v in (event.attributes or {}).items()},
-        }
-        for event in span.events
+    raw_events = span.events
+    events = (
+        tuple(
+            {
+                "name": event.name,
+                "timestamp_ns": int(event.timestamp or 0),
+                "attributes": {k: jsonable(v) for k, v in (event.attributes or {}).items()},
+            }
+            for event in raw_events
+        )
+        if raw_events
+        else ()
     )
     start_ns = int(span.start_time or 0)
+    status = span.status
+    # positional, in field order: the hot path of the store's export thread ("%x" is twice format()'s speed)
     return SpanRecord(
-        trace_id="%032x" % (context.trace_id if context else 0),  # noqa: UP031 - twice as fast as format()
-        span_id="%016x" % (context.span_id if context else 0),  # noqa: UP031
-        parent_id="%016x" % parent.span_id if parent is not None else None,  # noqa: UP031
-        name=span.name,
-        kind=span_kind(values),
-        start_ns=start_ns,
-        end_ns=int(span.end_time or start_ns),
-        status=_STATUS.get(span.status.status_code, "unset"),  # type: ignore[arg-type]
-        status_message=span.status.description or None,
-        attributes=values,
-        events=events,
+        "%032x" % (context.trace_id if context else 0),  # noqa: UP031
+        "%016x" % (context.span_id if context else 0),  # noqa: UP031
+        "%016x" % parent.span_id if parent is not None else None,  # noqa: UP031
+        span.name,
+        span_kind(values),
+        start_ns,
+        int(span.end_time or start_ns),
+        _STATUS.get(status.status_code, "unset"),  # type: ignore[arg-type]
+        status.description or None,
+        values,
+        events,
     )
 
 

@@ -72,6 +72,23 @@ def _row_encoder() -> Callable[[Any], str]:
 
 _encode = _row_encoder()
 
+
+def _list_encoder() -> Callable[[list[Any]], str]:
+    """``json.dumps`` of a trace row's small lists (LLM calls, failure reasons): the same text, built once."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.dumps
+
+    def refuse(value: Any) -> Any:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    encoder = make(None, refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_dumps = _list_encoder()
+
 PREVIEW_CHARS = 200
 SPAN_COLUMNS = (
     "trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, status_message, attributes, events"
@@ -299,7 +316,7 @@ def _base_row(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, .
         "empty": int(empty),
         "escalated": int(summary.escalated or "escalation" in reasons),
         "latency_s": float(summary.latency_s),
-        "llm_calls": json.dumps(calls),
+        "llm_calls": _dumps(calls),
     }
     return row, reasons
 
@@ -311,7 +328,7 @@ def _with_scores(row: dict[str, Any], reasons: tuple[str, ...], scores: Iterable
     full = {
         **row,
         "failure": 1 if reasons else 0,
-        "failure_reasons": json.dumps(list(reasons)),
+        "failure_reasons": _dumps(list(reasons)),
         "updated_ns": time.time_ns(),
         "negative_feedback": int("negative_feedback" in reasons),
     }
