@@ -3,7 +3,8 @@
 A 5,000-scenario x k=10 run is 50,000 attempt objects; the gate needs of them, per scenario, the pass,
 fail and error counts, the first error messages and failure details, one sample answer, the judge and
 retrieval scores, and per attempt only its status and guardrail measures. :func:`load_run_data` reads a
-run file attempt by attempt (``scan_run``: each attempt validated, reduced and dropped), so memory is
+run file attempt by attempt (``scan_run_fields``: each attempt line validated, reduced and dropped; lines in
+the layout replaygate writes are read without building their attempt), so memory is
 proportional to scenarios x k numbers, not to attempt objects; :meth:`RunData.of` reduces a
 :class:`RunFile` already in memory the same way, so both give the same comparison.
 
@@ -21,15 +22,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
 from replaygate.replay import (
     Attempt,
+    AttemptFields,
     Measures,
+    RunColumns,
     RunFile,
     ScenarioEntry,
     attempt_digest,
+    attempt_fields,
     attempts_digest,
     load_run,
-    scan_run,
+    scan_run_columns,
+    scan_run_fields,
 )
 
 __all__ = ["AttemptMeasures", "MeasuredAttempt", "RunData", "ScenarioData", "as_run_data", "load_run_data"]
@@ -89,8 +95,8 @@ class _Columns:
         self.llm_calls = array("q")
         self.flags = bytearray()  # bit 0 escalated, 1 empty; 2, 3, 4, 5: cost, in, out, calls known
 
-    def add(self, status: str, m: Measures) -> None:
-        self.status.append(_CODE[status])
+    def add(self, m: AttemptFields) -> None:
+        self.status.append(_CODE[m.status])
         self.latency.append(m.latency_s)
         self.cost.append(m.cost_usd if m.cost_usd is not None else 0.0)
         self.tokens_in.append(m.input_tokens if m.input_tokens is not None else 0)
@@ -104,6 +110,30 @@ class _Columns:
             | (m.output_tokens is not None) << 4
             | (m.llm_calls is not None) << 5
         )
+
+    @classmethod
+    def of(cls, c: RunColumns) -> _Columns:
+        """The columns of a run read as :class:`RunColumns` (the same values :meth:`add` keeps)."""
+        out = cls()
+        out.status = bytearray(c.status.astype(np.uint8).tobytes())
+        out.latency.frombytes(c.latency_s.astype(np.float64).tobytes())
+        out.cost.frombytes(np.where(c.cost_usd_known, c.cost_usd, 0.0).tobytes())
+        for column, values, known in (
+            (out.tokens_in, c.input_tokens, c.input_tokens_known),
+            (out.tokens_out, c.output_tokens, c.output_tokens_known),
+            (out.llm_calls, c.llm_calls, c.llm_calls_known),
+        ):
+            column.frombytes(np.where(known, values, 0).astype(np.int64).tobytes())
+        flags = (
+            c.escalated.astype(np.uint8)
+            | c.empty.astype(np.uint8) << 1
+            | c.cost_usd_known.astype(np.uint8) << 2
+            | c.input_tokens_known.astype(np.uint8) << 3
+            | c.output_tokens_known.astype(np.uint8) << 4
+            | c.llm_calls_known.astype(np.uint8) << 5
+        )
+        out.flags = bytearray(flags.tobytes())
+        return out
 
     def row(self, i: int) -> MeasuredAttempt:
         f = self.flags[i]
@@ -119,17 +149,16 @@ class _Columns:
         return MeasuredAttempt(_STATUSES[self.status[i]], measures)
 
 
-def _details(a: Attempt) -> list[str]:
-    out = [f"check {c.name}: {c.detail}".rstrip(": ") for c in a.checks if not c.passed]
+def _details(a: AttemptFields) -> list[str]:
+    out = [f"check {name}: {detail}".rstrip(": ") for name, detail in a.failed_checks]
     out.extend(f"judge {j.name} ({j.score:.2f}): {j.detail}".rstrip(": ") for j in a.judges if not j.passed)
     return out
 
 
-def _scores(a: Attempt) -> list[tuple[str, float]]:
+def _scores(a: AttemptFields) -> list[tuple[str, float]]:
     out = [(f"judge:{j.name}", j.score) for j in a.judges]
     if a.retrieval is not None:
-        r = a.retrieval
-        out.extend((f"retrieval:{m}", float(getattr(r, m))) for m in _RETRIEVAL)
+        out.extend((f"retrieval:{m}", float(v)) for m, v in zip(_RETRIEVAL, a.retrieval, strict=True))
     return out
 
 
@@ -147,7 +176,7 @@ class _Gather:
         self.rows: list[tuple[int, int]] = []  # (index, place in the run)
         self.passed = self.failed = 0
 
-    def add(self, a: Attempt, position: int) -> None:
+    def add(self, a: AttemptFields, position: int) -> None:
         i = a.index
         self.rows.append((i, position))
         self.passed += a.status == "pass"
@@ -190,6 +219,69 @@ class _Gather:
         )
 
 
+def _scenario_of(c: RunColumns, rows: list[int]) -> ScenarioData:
+    """One scenario's :class:`ScenarioData` from its rows in index order (as :meth:`_Gather.done` does)."""
+    status = c.status[rows].tolist()
+    errors: list[str] = []
+    details: list[str] = []
+    metrics: dict[str, list[float]] = {}
+    answer: str | None = None
+    fail_answer: str | None = None
+    have_answer = have_fail_answer = False
+    for row, code in zip(rows, status, strict=True):
+        needs_line = (
+            code != 0 or c.has_retrieval[row] or not have_answer  # an error, a failure, scores, the answer
+        )
+        if not needs_line:
+            continue
+        a = c.fields(row)
+        if a.answer is not None:
+            if not have_answer:
+                answer, have_answer = a.answer[:_ANSWER_CAP], True
+            if code == 1 and not have_fail_answer:
+                fail_answer, have_fail_answer = a.answer[:_ANSWER_CAP], True
+        if code == 2:
+            errors.append(a.error or "error (no message)")
+            continue
+        for name, value in _scores(a):
+            metrics.setdefault(name, []).append(value)
+        if code == 1:
+            details.extend(_details(a))
+    return ScenarioData(
+        attempts=len(rows),
+        passed=status.count(0),
+        failed=status.count(1),
+        errors=len(errors),
+        error_messages=list(dict.fromkeys(errors))[:3],
+        failure_details=list(dict.fromkeys(details))[:5],
+        sample_answer=fail_answer if have_fail_answer else answer,
+        metrics=metrics,
+        positions=rows,
+    )
+
+
+def _of_columns(head: RunFile, c: RunColumns) -> RunData:
+    """The :class:`RunData` of a run read as columns (what the reducer gathers from its attempts)."""
+    ids, first, code = np.unique(c.scenario_ids, return_index=True, return_inverse=True)
+    names = [i.decode("utf-8") for i in ids.tolist()]
+    code = code.reshape(-1)
+    order = np.lexsort((np.arange(len(c)), c.index, code))  # by scenario, then index, then file order
+    bounds = np.flatnonzero(np.diff(code[order])) + 1
+    groups = dict(
+        zip(code[order][np.concatenate([[0], bounds])].tolist(), np.split(order, bounds), strict=True)
+    )
+    scenarios = {
+        names[g]: _scenario_of(c, groups[g].tolist()) for g in np.argsort(first, kind="stable").tolist()
+    }
+    indexes = array("q")
+    indexes.frombytes(c.index.astype(np.int64).tobytes())
+    sids = [names[i] for i in code.tolist()]
+    assert head.attempts_digest is not None  # the attempts were checked against it
+    return RunData(
+        head, sids, indexes, bytearray(c.digests), head.attempts_digest, scenarios, _Columns.of(c), []
+    )
+
+
 class _Reducer:
     """Gathers a run's attempts (keys, digests, per-scenario data, the judges' verdicts)."""
 
@@ -202,13 +294,13 @@ class _Reducer:
         self.gathered: dict[str, _Gather] = {}
         self.judged: list[Attempt] = []
 
-    def __call__(self, a: Attempt, digest: str) -> None:
+    def __call__(self, a: AttemptFields, digest: bytes) -> None:
         sid = self.ids.setdefault(a.scenario_id, a.scenario_id)
         position = len(self.sids)
         self.sids.append(sid)
         self.indexes.append(a.index)
-        self.digests += bytes.fromhex(digest)
-        self.columns.add(a.status, a.measures)
+        self.digests += digest
+        self.columns.add(a)
         g = self.gathered.get(sid)
         if g is None:
             g = self.gathered[sid] = _Gather()
@@ -281,7 +373,7 @@ class RunData:
         reducer = _Reducer(e.id for e in run.scenarios)
         digests = [attempt_digest(a) for a in run.attempts]
         for a, digest in zip(run.attempts, digests, strict=True):
-            reducer(a, digest)
+            reducer(attempt_fields(a), bytes.fromhex(digest))
         head = run.model_copy(update={"attempts": []})
         return reducer.data(head, attempts_digest(digests))
 
@@ -313,8 +405,11 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
             gives).
     """
     with _collector_paused():
+        columns = scan_run_columns(path)
+        if columns is not None:
+            return _of_columns(*columns)
         reducer = _Reducer(())  # the header is read first, but handed back last: ids shared as seen
-        head = scan_run(path, reducer)
+        head = scan_run_fields(path, reducer)
         if head is None:
             return RunData.of(load_run(path))
         assert head.attempts_digest is not None  # scan_run checked the attempts against it
