@@ -111,6 +111,11 @@ class _Columns:
             | (m.llm_calls is not None) << 5
         )
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Columns) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
     @classmethod
     def of(cls, c: RunColumns) -> _Columns:
         """The columns of a run read as :class:`RunColumns` (the same values :meth:`add` keeps)."""
