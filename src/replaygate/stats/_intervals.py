@@ -43,6 +43,12 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     With ``n == 0`` nothing is known and the interval is ``(0.0, 1.0)``.
     """
     _check_counts(successes, n)
+    return _wilson(successes, n, confidence)
+
+
+@lru_cache(maxsize=4096)
+def _wilson(successes: int, n: int, confidence: float) -> tuple[float, float]:
+    """The interval itself (a suite has few distinct counts: each is computed once)."""
     if n == 0:
         return (0.0, 1.0)
     z = z_value(confidence)
