@@ -159,17 +159,20 @@ class _Columns:
             return out
 
         measures = map(
-            AttemptMeasures,
-            column(self.latency, "d", None),
-            column(self.tokens_in, "q", 8),
-            column(self.tokens_out, "q", 16),
-            column(self.cost, "d", 4),
-            ((flags & 1) != 0).tolist(),
-            ((flags & 2) != 0).tolist(),
-            column(self.llm_calls, "q", 32),
+            AttemptMeasures._make,  # tuple.__new__: no Python call per attempt
+            zip(
+                column(self.latency, "d", None),
+                column(self.tokens_in, "q", 8),
+                column(self.tokens_out, "q", 16),
+                column(self.cost, "d", 4),
+                ((flags & 1) != 0).tolist(),
+                ((flags & 2) != 0).tolist(),
+                column(self.llm_calls, "q", 32),
+                strict=True,
+            ),
         )
         statuses = [_STATUSES[c] for c in np.frombuffer(bytes(self.status), dtype=np.uint8)[at].tolist()]
-        return list(map(MeasuredAttempt, statuses, measures))
+        return list(map(MeasuredAttempt._make, zip(statuses, measures, strict=True)))
 
     def row(self, i: int) -> MeasuredAttempt:
         f = self.flags[i]
