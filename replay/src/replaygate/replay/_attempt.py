@@ -29,6 +29,7 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
+from replaygate.replay._model_copy import replaced
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -115,7 +116,9 @@ SCORES_KEPT = 8
 
 def _linear(check: Check) -> bool:
     """Whether a check runs in bounded time whatever the deadline (no backtracking regex)."""
-    regex = getattr(check, "regex", None)
+    if getattr(type(check), "regex", None) is None:  # on the class: a model's __getattr__ raises slowly
+        return True
+    regex = check.regex  # type: ignore[union-attr]
     return regex is None or bool(regex.linear)
 
 
@@ -401,14 +404,15 @@ class AttemptRunner:
             memo = (key, output.answer, output.label)
             kept = scores.get(memo)
             if kept is not None:  # scored before: the same outcome, with this attempt's own values
-                return kept.model_copy(
-                    update={
+                return replaced(
+                    kept,
+                    {
                         "index": index,
                         "trace_id": trace_id,
                         "started": started,
                         "artifact_path": artifact_path,
-                        "measures": kept.measures.model_copy(update={"latency_s": latency_s}),
-                    }
+                        "measures": replaced(kept.measures, {"latency_s": latency_s}),
+                    },
                 )
         common: dict[str, Any] = {
             "scenario_id": scenario.id,
