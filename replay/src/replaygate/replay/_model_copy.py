@@ -18,18 +18,20 @@ __all__ = ["replaced"]
 M = TypeVar("M", bound=BaseModel)
 
 _set = object.__setattr__
+_new = object.__new__
 
 
 def replaced(model: M, values: Mapping[str, Any]) -> M:
     """A shallow copy of ``model`` with ``values`` over its fields (``model_copy(update=values)``)."""
     if model.__pydantic_extra__ is not None or getattr(model, "__pydantic_private__", None) is not None:
         return model.model_copy(update=values)  # not a plain run-file model: the general path
-    cls = type(model)
-    new = cls.__new__(cls)
+    new = _new(type(model))
     fields = model.__dict__.copy()
     fields.update(values)
+    fields_set = model.__pydantic_fields_set__.copy()
+    fields_set.update(values)
     _set(new, "__dict__", fields)
     _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
+    _set(new, "__pydantic_fields_set__", fields_set)
     _set(new, "__pydantic_private__", None)
     return new
