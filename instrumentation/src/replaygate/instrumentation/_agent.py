@@ -18,8 +18,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import limit_text, text_of, to_json
 from replaygate.instrumentation._health import fault
-from replaygate.instrumentation._records import FAILURE_REASONS
-from replaygate.instrumentation._state import ACTIVE, STATE
+from replaygate.instrumentation._reasons import FAILURE_REASONS
+from replaygate.instrumentation._state import STATE
 
 __all__ = [
     "AGENT_KEY",
@@ -39,12 +39,8 @@ AGENT_KEY = otel_context.create_key("replaygate.agent")
 #: The context key the OpenTelemetry API keeps the current span under (read once through its public API).
 _SPAN_KEY = next(iter(trace.set_span_in_context(trace.INVALID_SPAN, otel_context.Context())))
 _MISSING: Any = object()
-_ABSENT = sys.maxsize
-_INTERNAL = SpanKind.INTERNAL
 _OUTPUT_VALUE = sc.OI_OUTPUT_VALUE
 _ENDED_CONTEXT = otel_context.Context()
-#: Fills a Context not yet shared (``Context`` refuses item assignment once it is).
-_dict_set = dict.__setitem__
 _INPUT_NAMES = ("message", "question", "input", "turns", "query", "prompt", "user_message", "text")
 _SESSION_NAMES = ("session_id", "conversation_id")
 _USER_NAMES = ("user_id",)
@@ -99,13 +95,6 @@ class AgentSpec:
         self.session_names = (session_id_arg,) if session_id_arg else _SESSION_NAMES
         self.user_names = (user_id_arg,) if user_id_arg else _USER_NAMES
         self._ids = ((sc.OI_SESSION_ID, self.session_names), (sc.OI_USER_ID, self.user_names))
-        # The same lookups as plans of (name, index as a function, index as a method): one tuple read
-        # per name on each call instead of a dict lookup (_ABSENT is never below a count of arguments).
-        self._input_plan = self._plan(self.input_name) if self.input_name is not None else None
-        self._id_plans = tuple((key, tuple(self._plan(n) for n in names)) for key, names in self._ids)
-
-    def _plan(self, name: str) -> tuple[str, int, int]:
-        return name, self.positions.get(name, _ABSENT), self.method_positions.get(name, _ABSENT)
 
     def lookup(self, name: str, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         if name in kwargs:
@@ -123,17 +112,16 @@ class AgentSpec:
         if max_chars is None:
             max_chars = STATE.max_chars
         attrs = self.static.copy()
-        plain = instance is None
+        positions = self.positions if instance is None else self.method_positions
         count = len(args)
         text: str | None = None
-        plan = self._input_plan
-        if plan is not None:
-            name, at_plain, at_method = plan
+        name = self.input_name
+        if name is not None:
             if name in kwargs:
                 value = kwargs[name]
             else:
-                index = at_plain if plain else at_method
-                value = args[index] if index < count else _MISSING
+                index = positions.get(name)
+                value = args[index] if index is not None and index < count else _MISSING
             if value is _MISSING:
                 text = self.input_text(instance, args, kwargs)
             elif type(value) is str and len(value) <= max_chars:
@@ -144,14 +132,13 @@ class AgentSpec:
             text = self.input_text(instance, args, kwargs)
         if text is not None:
             attrs[sc.OI_INPUT_VALUE] = text  # gen_ai.input.messages is derived at export (_spancopy)
-        # The first given, non-None one of each id's names (session.id is gen_ai.conversation.id too).
-        for key, plans in self._id_plans:
-            for name, at_plain, at_method in plans:
+        for key, names in self._ids:
+            for name in names:  # the first given, non-None one (session.id is gen_ai.conversation.id too)
                 if name in kwargs:
                     value = kwargs[name]
                 else:
-                    index = at_plain if plain else at_method
-                    if index >= count:
+                    index = positions.get(name)
+                    if index is None or index >= count:
                         continue
                     value = args[index]
                 if value is not None:
@@ -223,12 +210,11 @@ class AgentRun:
         self.escalated = False
         self.explicit = False
         self.ended = False
-        # One context holding both the span and this run (what set_span_in_context + set_value give),
-        # filled in before anyone can see it: one copy of the parent instead of two.
-        context = otel_context.Context(get_current() if parent is None else parent)
-        _dict_set(context, _SPAN_KEY, span)
-        _dict_set(context, AGENT_KEY, self)
-        self.context = context
+        # One context holding both the span and this run (what set_span_in_context + set_value give).
+        values = dict(get_current() if parent is None else parent)
+        values[_SPAN_KEY] = span
+        values[AGENT_KEY] = self
+        self.context = otel_context.Context(values)
 
     @classmethod
     def start(
@@ -240,16 +226,11 @@ class AgentRun:
         parent: otel_context.Context | None = None,
     ) -> AgentRun | None:
         """Start the agent span, or return None when tracing is off (no SDK provider anywhere)."""
-        handle = ACTIVE.get()  # the active handle's tracer and bound, inlined (every traced call)
-        if handle is not None:
-            tracer: trace.Tracer | None = handle.tracer
-            max_chars = handle.max_chars
-        else:
-            tracer, max_chars = STATE.active_tracer_and_limit()
+        tracer, max_chars = STATE.active_tracer_and_limit()
         if tracer is None:
             return None
         attrs = spec.start_attributes(instance, args, kwargs, max_chars)
-        span = tracer.start_span(spec.span_name, parent, _INTERNAL, attrs)
+        span = tracer.start_span(spec.span_name, parent, SpanKind.INTERNAL, attrs)
         return cls(span, parent, max_chars)
 
     def finish(
