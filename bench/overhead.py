@@ -384,12 +384,12 @@ def side_by_side(runs: list[tuple[str, dict[str, list[float]]]]) -> None:
 
 def verdict(runs: list[tuple[str, dict[str, list[float]]]]) -> str:
     """The target line, from the paired medians: <= 1.2x the manual span, below every peer (every process)."""
-    to_manual = [(label, paired(cpu, "@trace_agent", MANUAL)[1]) for label, cpu in runs]
+    to_manual = [(label, paired(cpu, "@trace_agent", MANUAL)) for label, cpu in runs]
     to_peers = [
         (peer, paired(cpu, "@trace_agent", peer)[1]) for _, cpu in runs for peer in PEERS if peer in cpu
     ]
-    holds = all(r <= TARGET for _, r in to_manual) and all(r < 1.0 for _, r in to_peers)
-    manual_text = ", ".join(f"{r:.2f} [{label}]" for label, r in to_manual)
+    holds = all(q[1] <= TARGET for _, q in to_manual) and all(r < 1.0 for _, r in to_peers)
+    manual_text = ", ".join(f"{q[1]:.2f} (IQR {q[0]:.2f}-{q[2]:.2f}) [{label}]" for label, q in to_manual)
     peers_text = ", ".join(f"{r:.2f} {peer}" for peer, r in to_peers) or "no peer measured"
     return (
         f"verdict: {'HOLDS' if holds else 'DOES NOT HOLD'}: @trace_agent / manual OTel span CPU per call "
