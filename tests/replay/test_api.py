@@ -68,6 +68,12 @@ EXPECTED = {
     "load_run",
     "save_run",
     "scan_run",
+    "scan_run_fields",
+    "scan_run_columns",
+    "RunColumns",
+    "AttemptFields",
+    "attempt_fields",
+    "parse_attempt_line",
     "old_objects_frozen",
     "attempts_digest",
     # scenarios

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from replaygate.instrumentation._frozen import fast_init
 from replaygate.instrumentation._reasons import FAILURE_REASONS, ordered_reasons
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
 SpanKind = Literal["agent", "retrieval", "tool", "llm", "other"]
 
 
+@fast_init
 @dataclass(frozen=True)
 class SpanRecord:
     """One finished span: ids as lowercase hex, times in nanoseconds since the epoch."""
@@ -45,6 +47,7 @@ class SpanRecord:
     events: tuple[dict[str, Any], ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True)
 class Chunk:
     """One retrieved chunk, ``rank`` starting at 1; ``text`` is a sha256 hash when content is off."""
@@ -57,6 +60,7 @@ class Chunk:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call with its decoded arguments and result (``error`` when the tool raised)."""
@@ -68,6 +72,7 @@ class ToolCall:
     error: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class LlmCall:
     """One LLM call; token counts are None when the provider did not report them.
@@ -84,6 +89,7 @@ class LlmCall:
     cost_usd: float | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class TraceSummary:
     """What one trace means: one or more agent calls (turns) and everything under them."""
