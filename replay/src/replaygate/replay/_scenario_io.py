@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from pydantic import ValidationError
@@ -45,6 +45,20 @@ PASS_CONDITION_FIELDS = (
     "followups",
 )
 SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+
+class _ParseCache(Protocol):
+    """What :func:`load_scenarios` needs of a cache (``replaygate.replay.ScenarioCache`` is the one)."""
+
+    def parse(self, path: str | os.PathLike[str], raw: bytes) -> Scenario:
+        """The scenario of the file ``path`` whose bytes are ``raw`` (raises ``ScenarioError``)."""
+        ...
+
+    def save(self) -> bool:
+        """Write what was parsed; whether it was written."""
+        ...
+
+
 _MAX_BYTES = 1_000_000
 _Path = tuple[str | int, ...]
 
@@ -244,10 +258,13 @@ def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
     return [Path(path) for _, path in found]
 
 
-def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = ()) -> list[Scenario]:
+def load_scenarios(
+    directory: str | os.PathLike[str], skip: Collection[Path] = (), cache: _ParseCache | None = None
+) -> list[Scenario]:
     """Load every scenario of a golden set, sorted by id; all problems are reported in one error.
 
-    ``skip``: files not to read (a caller that knows from an index they are not wanted).
+    ``skip``: files not to read (a caller that knows from an index they are not wanted). ``cache``: a
+    :class:`~replaygate.replay.ScenarioCache` unchanged files are read from (and that is saved after).
     """
     root = Path(directory)
     if not root.is_dir():
@@ -259,7 +276,7 @@ def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = (
         if f in skip:
             continue
         try:
-            scenario = load_scenario(f)
+            scenario = load_scenario(f) if cache is None else _load_cached(f, cache)
         except ScenarioError as exc:
             problems.append(str(exc))
             continue
@@ -268,9 +285,19 @@ def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = (
             continue
         where[scenario.id] = f
         scenarios.append(scenario)
+    if cache is not None:
+        cache.save()
     if problems:
         raise ScenarioError("\n".join(problems))
     return sorted(scenarios, key=lambda s: s.id)
+
+
+def _load_cached(path: Path, cache: _ParseCache) -> Scenario:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return load_scenario(path)  # says what is wrong, as without a cache
+    return cache.parse(path, raw)
 
 
 class _Dumper(yaml.SafeDumper):
