@@ -149,14 +149,6 @@ class _Side:
         if stats.scored:
             self.counts[sid] = (stats.passed, stats.scored)
 
-    def rows(self, sid: str) -> list[MeasuredAttempt]:
-        """The status and measures of each attempt of ``sid`` (in index order)."""
-        return self.run.rows(sid)
-
-    def measured(self, sid: str) -> list[MeasuredAttempt]:
-        """The attempts of ``sid`` that were measured (none when the run lacks the scenario)."""
-        return self.rows(sid) if sid in self.entries else []
-
     def ref(self) -> RunRef:
         """Which run this side is, for the comparison's record."""
         return RunRef(run_id=self.run.run_id, fingerprint=self.run.head.fingerprint, path=self.path)
@@ -366,7 +358,7 @@ def _graded(
 
 
 def _counted(side: _Side, scenarios: Sequence[ScenarioComparison]) -> list[MeasuredAttempt]:
-    return [a for s in scenarios if s.counts for a in side.measured(s.id)]
+    return side.run.rows_of(s.id for s in scenarios if s.counts and s.id in side.entries)
 
 
 def _guardrails(
@@ -377,7 +369,7 @@ def _guardrails(
     b_measures = guardrail_measures(b_counted)
     guardrails = compare_guardrails(b_counted, h_counted, confidence, base_measures=b_measures)
     if noise is not None:
-        n_counted = [a for s in scenarios if s.counts for a in noise.rows(s.id)]
+        n_counted = noise.run.rows_of(s.id for s in scenarios if s.counts)
         noise_rails = compare_guardrails(b_counted, n_counted, confidence, base_measures=b_measures)
         guardrails = with_noise(guardrails, noise_rails)
     errors = ErrorSummary(

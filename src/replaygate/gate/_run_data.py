@@ -3,7 +3,8 @@
 A 5,000-scenario x k=10 run is 50,000 attempt objects; the gate needs of them, per scenario, the pass,
 fail and error counts, the first error messages and failure details, one sample answer, the judge and
 retrieval scores, and per attempt only its status and guardrail measures. :func:`load_run_data` reads a
-run file attempt by attempt (``scan_run``: each attempt validated, reduced and dropped), so memory is
+run file attempt by attempt (``scan_run_fields``: each attempt line validated, reduced and dropped; lines in
+the layout replaygate writes are read without building their attempt), so memory is
 proportional to scenarios x k numbers, not to attempt objects; :meth:`RunData.of` reduces a
 :class:`RunFile` already in memory the same way, so both give the same comparison.
 
@@ -19,17 +20,22 @@ from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import numpy as np
 from replaygate.replay import (
     Attempt,
+    AttemptFields,
     Measures,
+    RunColumns,
     RunFile,
     ScenarioEntry,
     attempt_digest,
+    attempt_fields,
     attempts_digest,
     load_run,
-    scan_run,
+    scan_run_columns,
+    scan_run_fields,
 )
 
 __all__ = ["AttemptMeasures", "MeasuredAttempt", "RunData", "ScenarioData", "as_run_data", "load_run_data"]
@@ -89,8 +95,8 @@ class _Columns:
         self.llm_calls = array("q")
         self.flags = bytearray()  # bit 0 escalated, 1 empty; 2, 3, 4, 5: cost, in, out, calls known
 
-    def add(self, status: str, m: Measures) -> None:
-        self.status.append(_CODE[status])
+    def add(self, m: AttemptFields) -> None:
+        self.status.append(_CODE[m.status])
         self.latency.append(m.latency_s)
         self.cost.append(m.cost_usd if m.cost_usd is not None else 0.0)
         self.tokens_in.append(m.input_tokens if m.input_tokens is not None else 0)
@@ -104,6 +110,69 @@ class _Columns:
             | (m.output_tokens is not None) << 4
             | (m.llm_calls is not None) << 5
         )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Columns) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, c: RunColumns) -> _Columns:
+        """The columns of a run read as :class:`RunColumns` (the same values :meth:`add` keeps)."""
+        out = cls()
+        out.status = bytearray(c.status.astype(np.uint8).tobytes())
+        out.latency.frombytes(c.latency_s.astype(np.float64).tobytes())
+        out.cost.frombytes(np.where(c.cost_usd_known, c.cost_usd, 0.0).tobytes())
+        for column, values, known in (
+            (out.tokens_in, c.input_tokens, c.input_tokens_known),
+            (out.tokens_out, c.output_tokens, c.output_tokens_known),
+            (out.llm_calls, c.llm_calls, c.llm_calls_known),
+        ):
+            column.frombytes(np.where(known, values, 0).astype(np.int64).tobytes())
+        flags = (
+            c.escalated.astype(np.uint8)
+            | c.empty.astype(np.uint8) << 1
+            | c.cost_usd_known.astype(np.uint8) << 2
+            | c.input_tokens_known.astype(np.uint8) << 3
+            | c.output_tokens_known.astype(np.uint8) << 4
+            | c.llm_calls_known.astype(np.uint8) << 5
+        )
+        out.flags = bytearray(flags.tobytes())
+        return out
+
+    def rows(self, places: list[int]) -> list[MeasuredAttempt]:
+        """:meth:`row` of each of ``places`` (the same values), made from whole columns at once."""
+        if not places:
+            return []
+        at = np.asarray(places, dtype=np.intp)
+        flags = np.frombuffer(bytes(self.flags), dtype=np.uint8)[at]
+
+        def column(values: array[float] | array[int], dtype: str, bit: int | None) -> list[Any]:
+            picked = np.frombuffer(values, dtype=dtype)[at]
+            if bit is None:
+                return list(picked.tolist())
+            known = (flags & bit) != 0
+            out: list[Any] = picked.tolist()
+            if not known.all():
+                for i in np.flatnonzero(~known).tolist():
+                    out[i] = None
+            return out
+
+        measures = map(
+            AttemptMeasures._make,  # tuple.__new__: no Python call per attempt
+            zip(
+                column(self.latency, "d", None),
+                column(self.tokens_in, "q", 8),
+                column(self.tokens_out, "q", 16),
+                column(self.cost, "d", 4),
+                ((flags & 1) != 0).tolist(),
+                ((flags & 2) != 0).tolist(),
+                column(self.llm_calls, "q", 32),
+                strict=True,
+            ),
+        )
+        statuses = [_STATUSES[c] for c in np.frombuffer(bytes(self.status), dtype=np.uint8)[at].tolist()]
+        return list(map(MeasuredAttempt._make, zip(statuses, measures, strict=True)))
 
     def row(self, i: int) -> MeasuredAttempt:
         f = self.flags[i]
@@ -119,17 +188,16 @@ class _Columns:
         return MeasuredAttempt(_STATUSES[self.status[i]], measures)
 
 
-def _details(a: Attempt) -> list[str]:
-    out = [f"check {c.name}: {c.detail}".rstrip(": ") for c in a.checks if not c.passed]
+def _details(a: AttemptFields) -> list[str]:
+    out = [f"check {name}: {detail}".rstrip(": ") for name, detail in a.failed_checks]
     out.extend(f"judge {j.name} ({j.score:.2f}): {j.detail}".rstrip(": ") for j in a.judges if not j.passed)
     return out
 
 
-def _scores(a: Attempt) -> list[tuple[str, float]]:
+def _scores(a: AttemptFields) -> list[tuple[str, float]]:
     out = [(f"judge:{j.name}", j.score) for j in a.judges]
     if a.retrieval is not None:
-        r = a.retrieval
-        out.extend((f"retrieval:{m}", float(getattr(r, m))) for m in _RETRIEVAL)
+        out.extend((f"retrieval:{m}", float(v)) for m, v in zip(_RETRIEVAL, a.retrieval, strict=True))
     return out
 
 
@@ -147,7 +215,7 @@ class _Gather:
         self.rows: list[tuple[int, int]] = []  # (index, place in the run)
         self.passed = self.failed = 0
 
-    def add(self, a: Attempt, position: int) -> None:
+    def add(self, a: AttemptFields, position: int) -> None:
         i = a.index
         self.rows.append((i, position))
         self.passed += a.status == "pass"
@@ -190,6 +258,69 @@ class _Gather:
         )
 
 
+def _scenario_of(c: RunColumns, rows: list[int]) -> ScenarioData:
+    """One scenario's :class:`ScenarioData` from its rows in index order (as :meth:`_Gather.done` does)."""
+    status = c.status[rows].tolist()
+    errors: list[str] = []
+    details: list[str] = []
+    metrics: dict[str, list[float]] = {}
+    answer: str | None = None
+    fail_answer: str | None = None
+    have_answer = have_fail_answer = False
+    for row, code in zip(rows, status, strict=True):
+        needs_line = (
+            code != 0 or c.has_retrieval[row] or not have_answer  # an error, a failure, scores, the answer
+        )
+        if not needs_line:
+            continue
+        a = c.fields(row)
+        if a.answer is not None:
+            if not have_answer:
+                answer, have_answer = a.answer[:_ANSWER_CAP], True
+            if code == 1 and not have_fail_answer:
+                fail_answer, have_fail_answer = a.answer[:_ANSWER_CAP], True
+        if code == 2:
+            errors.append(a.error or "error (no message)")
+            continue
+        for name, value in _scores(a):
+            metrics.setdefault(name, []).append(value)
+        if code == 1:
+            details.extend(_details(a))
+    return ScenarioData(
+        attempts=len(rows),
+        passed=status.count(0),
+        failed=status.count(1),
+        errors=len(errors),
+        error_messages=list(dict.fromkeys(errors))[:3],
+        failure_details=list(dict.fromkeys(details))[:5],
+        sample_answer=fail_answer if have_fail_answer else answer,
+        metrics=metrics,
+        positions=rows,
+    )
+
+
+def _of_columns(head: RunFile, c: RunColumns) -> RunData:
+    """The :class:`RunData` of a run read as columns (what the reducer gathers from its attempts)."""
+    ids, first, code = np.unique(c.scenario_ids, return_index=True, return_inverse=True)
+    names = [i.decode("utf-8") for i in ids.tolist()]
+    code = code.reshape(-1)
+    order = np.lexsort((np.arange(len(c)), c.index, code))  # by scenario, then index, then file order
+    bounds = np.flatnonzero(np.diff(code[order])) + 1
+    groups = dict(
+        zip(code[order][np.concatenate([[0], bounds])].tolist(), np.split(order, bounds), strict=True)
+    )
+    scenarios = {
+        names[g]: _scenario_of(c, groups[g].tolist()) for g in np.argsort(first, kind="stable").tolist()
+    }
+    indexes = array("q")
+    indexes.frombytes(c.index.astype(np.int64).tobytes())
+    sids = [names[i] for i in code.tolist()]
+    assert head.attempts_digest is not None  # the attempts were checked against it
+    return RunData(
+        head, sids, indexes, bytearray(c.digests), head.attempts_digest, scenarios, _Columns.of(c), []
+    )
+
+
 class _Reducer:
     """Gathers a run's attempts (keys, digests, per-scenario data, the judges' verdicts)."""
 
@@ -202,13 +333,13 @@ class _Reducer:
         self.gathered: dict[str, _Gather] = {}
         self.judged: list[Attempt] = []
 
-    def __call__(self, a: Attempt, digest: str) -> None:
+    def __call__(self, a: AttemptFields, digest: bytes) -> None:
         sid = self.ids.setdefault(a.scenario_id, a.scenario_id)
         position = len(self.sids)
         self.sids.append(sid)
         self.indexes.append(a.index)
-        self.digests += bytes.fromhex(digest)
-        self.columns.add(a.status, a.measures)
+        self.digests += digest
+        self.columns.add(a)
         g = self.gathered.get(sid)
         if g is None:
             g = self.gathered[sid] = _Gather()
@@ -265,6 +396,11 @@ class RunData:
         data = self.scenarios.get(sid)
         return [self.columns.row(i) for i in data.positions] if data is not None else []
 
+    def rows_of(self, sids: Iterable[str]) -> list[MeasuredAttempt]:
+        """``rows(sid)`` of each of ``sids``, one after the other (built column by column, not row by row)."""
+        places = [i for sid in sids if (data := self.scenarios.get(sid)) is not None for i in data.positions]
+        return self.columns.rows(places)
+
     @property
     def run_id(self) -> str:
         """The run's id."""
@@ -281,7 +417,7 @@ class RunData:
         reducer = _Reducer(e.id for e in run.scenarios)
         digests = [attempt_digest(a) for a in run.attempts]
         for a, digest in zip(run.attempts, digests, strict=True):
-            reducer(a, digest)
+            reducer(attempt_fields(a), bytes.fromhex(digest))
         head = run.model_copy(update={"attempts": []})
         return reducer.data(head, attempts_digest(digests))
 
@@ -313,8 +449,11 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
             gives).
     """
     with _collector_paused():
+        columns = scan_run_columns(path)
+        if columns is not None:
+            return _of_columns(*columns)
         reducer = _Reducer(())  # the header is read first, but handed back last: ids shared as seen
-        head = scan_run(path, reducer)
+        head = scan_run_fields(path, reducer)
         if head is None:
             return RunData.of(load_run(path))
         assert head.attempts_digest is not None  # scan_run checked the attempts against it

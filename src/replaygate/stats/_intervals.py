@@ -6,7 +6,7 @@ import math
 from functools import lru_cache
 from typing import Literal
 
-from replaygate.stats._scipy import scipy_stats
+from replaygate.stats._scipy import norm_ppf
 
 __all__ = [
     "Verdict",
@@ -28,7 +28,7 @@ def z_value(confidence: float) -> float:
     """Return the two-sided normal quantile for a confidence level in (0, 1)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    return float(scipy_stats().norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    return norm_ppf(1.0 - (1.0 - confidence) / 2.0)
 
 
 def _check_counts(successes: int, n: int) -> None:
@@ -43,6 +43,12 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     With ``n == 0`` nothing is known and the interval is ``(0.0, 1.0)``.
     """
     _check_counts(successes, n)
+    return _wilson(successes, n, confidence)
+
+
+@lru_cache(maxsize=4096)
+def _wilson(successes: int, n: int, confidence: float) -> tuple[float, float]:
+    """The interval itself (a suite has few distinct counts: each is computed once)."""
     if n == 0:
         return (0.0, 1.0)
     z = z_value(confidence)

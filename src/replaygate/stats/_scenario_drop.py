@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from replaygate.stats._scipy import scipy_stats
+from replaygate.stats._scipy import binom_pmf, hypergeom_cdf
 
 __all__ = ["SCENARIO_TEST", "fisher_worse_p", "scenario_detectable_drop"]
 
@@ -32,7 +32,7 @@ def _worse_p(
     sb: NDArray[np.int64], nb: NDArray[np.int64], sh: NDArray[np.int64], nh: NDArray[np.int64]
 ) -> NDArray[np.float64]:
     # P(X <= sh) for X ~ Hypergeom(population nb + nh, successes sb + sh, draws nh)
-    cdf = scipy_stats().hypergeom.cdf(sh, nb + nh, sb + sh, nh)
+    cdf = hypergeom_cdf(sh, nb + nh, sb + sh, nh)
     p: NDArray[np.float64] = np.asarray(cdf, dtype=np.float64)
     return np.clip(p, 0.0, 1.0)
 
@@ -106,9 +106,8 @@ def _detectable(base_rate: float, n: int, m: int, alpha: float, power: float, st
     drops = np.round(np.arange(step, base_rate + 1e-9, step), 6)
     if drops.size == 0:
         return None
-    binom = scipy_stats().binom
-    before = np.asarray(binom.pmf(counts, n, base_rate), dtype=np.float64)
-    after = np.asarray(binom.pmf(counts[None, :], n, np.clip(base_rate - drops, 0.0, 1.0)[:, None]))
+    before = binom_pmf(counts, n, base_rate)
+    after = binom_pmf(counts[None, :], n, np.clip(base_rate - drops, 0.0, 1.0)[:, None])
     powers = after @ (before @ _flagged(n, m, alpha))  # power grows with the drop
     reached = np.nonzero(powers >= power - 1e-12)[0]
     return float(drops[reached[0]]) if reached.size else None

@@ -10,7 +10,7 @@ import numpy as np
 
 from replaygate.stats._head_draws import HeadDraws
 from replaygate.stats._permutation import Counts, paired_permutation_test
-from replaygate.stats._scipy import scipy_stats
+from replaygate.stats._scipy import norm_isf
 
 __all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "noise_floor"]
 
@@ -89,7 +89,7 @@ def minimum_detectable_drop(
     # The head's uniforms, the next of the same stream, kept in 4 bytes each and compared exactly
     head = HeadDraws(rng, n_sims, p.size, k_max, ~invalid if ragged else None, _SIM_CHUNK)
     half_step = 1.0 / (p.size * k_max)
-    z_crit = float(scipy_stats().norm.isf(alpha / 2))
+    z_crit = norm_isf(alpha / 2)
     # what does not depend on the drop, computed once (the same values, so the same power)
     xb_rate = xb / n
     big_n = 2 * n

@@ -8,11 +8,11 @@ first, so the trace store, the replay engine and the canary's live measures read
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from replaygate.instrumentation._frozen import fast_init
+from replaygate.instrumentation._reasons import FAILURE_REASONS, ordered_reasons
 
 __all__ = [
     "FAILURE_REASONS",
@@ -27,16 +27,6 @@ __all__ = [
 ]
 
 SpanKind = Literal["agent", "retrieval", "tool", "llm", "other"]
-
-#: The reasons that make a trace a failure candidate.
-FAILURE_REASONS = ("exception", "empty_answer", "escalation", "explicit", "negative_feedback")
-
-
-def ordered_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
-    """Failure reasons without repeats or blanks: known ones in ``FAILURE_REASONS`` order, then the others."""
-    unique = list(dict.fromkeys(r for r in reasons if r))
-    known = [r for r in FAILURE_REASONS if r in unique]
-    return tuple(known + [r for r in unique if r not in FAILURE_REASONS])
 
 
 @fast_init

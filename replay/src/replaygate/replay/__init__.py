@@ -20,8 +20,9 @@ journaled beside the run file (``<out>.journal``, fsynced in groups; removed onc
 and resumes with ``resume=True``
 without losing or repeating finished attempts; ``shard="i/n"`` runs one shard, :func:`merge_runs`
 combines them. :func:`load_run` reads a run file whole; :func:`scan_run` validates it one attempt at a
-time for readers that keep a summary (the gate). Progress is a bar in a terminal and plain lines
-otherwise (:class:`ProgressLines`).
+time for readers that keep a summary, :func:`scan_run_fields` reads only the :class:`AttemptFields`
+of each, and :func:`scan_run_columns` all of them as numpy columns (the gate). Progress is a bar in
+a terminal and plain lines otherwise (:class:`ProgressLines`).
 :func:`summarize_attempts` builds the run's typed :class:`RunSummary` (``RunFile.summary``: counts,
 errors first, attribution, and the guardrails of :func:`guardrail_measures`); :func:`summary_lines`
 prints it. :func:`retrieval_summary` aggregates a run's retrieval metrics (per scenario, overall, and
@@ -31,10 +32,14 @@ simulated user (:class:`ScriptedSimulator`, offline, or :class:`LlmSimulator` ov
 endpoint) writes the next turn, every turn goes through the session, and the attempt records them in
 ``conversation``; checks may read the last turn, ``every`` turn or turn N. The CLI is
 ``replaygate run | merge | fingerprint``.
+:class:`ScenarioCache` keeps parsed scenarios by their files' bytes (``load_scenarios(dir, cache=...)``;
+``replaygate run`` uses ``.replaygate/cache/scenarios-v1.json``), so an unchanged golden set is read
+from JSON instead of YAML; errors are those of a parse, since only valid files are ever cached.
 """
 
 from replaygate.replay._artifacts import read_artifacts
 from replaygate.replay._attempt import Scorer
+from replaygate.replay._attempt_line import AttemptFields, attempt_fields, parse_attempt_line
 from replaygate.replay._bounded import (
     MAX_YAML_BYTES,
     BoundedDictReader,
@@ -100,6 +105,7 @@ from replaygate.replay._run_summary import (
     summary_lines,
 )
 from replaygate.replay._run_summary_model import GuardrailSummary, RetrievalSummary, RunSummary
+from replaygate.replay._runcolumns import RunColumns, scan_run_columns
 from replaygate.replay._runfile import (
     RUN_FORMAT_VERSION,
     Attempt,
@@ -120,7 +126,7 @@ from replaygate.replay._runfile import (
     save_run,
 )
 from replaygate.replay._runner import RunOptions, run_suite, run_suite_async
-from replaygate.replay._runscan import scan_run
+from replaygate.replay._runscan import scan_run, scan_run_fields
 from replaygate.replay._scenario import (
     ORIGINS,
     STATES,
@@ -161,6 +167,7 @@ from replaygate.replay._scenario import (
     scenario_json_schema,
     suite_hash,
 )
+from replaygate.replay._scenario_cache import ScenarioCache
 from replaygate.replay._scenario_io import parse_scenario_file, suite_hash_of, write_atomic
 from replaygate.replay._scenario_model import ID_PATTERN
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
@@ -181,6 +188,7 @@ __all__ = [
     "ActiveStatus",
     "Attempt",
     "AttemptStatus",
+    "AttemptFields",
     "BoundedDictReader",
     "CALIBRATION_LABELS",
     "CalibrationResult",
@@ -233,6 +241,7 @@ __all__ = [
     "RetiredStatus",
     "RetrievalLabels",
     "RetrievalScores",
+    "RunColumns",
     "RunFile",
     "RunFileError",
     "RunOptions",
@@ -243,6 +252,7 @@ __all__ = [
     "STATES",
     "Scenario",
     "ScenarioEntry",
+    "ScenarioCache",
     "ScenarioError",
     "ScoreOutcome",
     "ScriptRule",
@@ -258,6 +268,7 @@ __all__ = [
     "ValuesFromToolsCheck",
     "__version__",
     "attempt_digest",
+    "attempt_fields",
     "attempts_digest",
     "build_fingerprint",
     "calibrate_judge",
@@ -293,6 +304,7 @@ __all__ = [
     "load_yaml_bounded",
     "merge_runs",
     "needs_backtracking",
+    "parse_attempt_line",
     "parse_scenario",
     "parse_scenario_file",
     "parse_shard",
@@ -310,6 +322,8 @@ __all__ = [
     "save_run",
     "save_scenario",
     "scan_run",
+    "scan_run_columns",
+    "scan_run_fields",
     "old_objects_frozen",
     "scenario_content_hash",
     "scenario_files",

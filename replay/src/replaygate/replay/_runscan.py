@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
+from replaygate.replay._attempt_line import AttemptFields, attempt_fields, parse_attempt_line
 from replaygate.replay._bounded import MAX_DEPTH, MAX_JSON_BYTES, json_depth_ok, read_text_bounded
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._runfile import (
@@ -33,26 +34,15 @@ from replaygate.replay._runfile import (
 )
 from replaygate.replay._versioned import version_first
 
-__all__ = ["scan_run"]
+__all__ = ["INDENT", "run_header", "scan_run", "scan_run_fields"]
 
 _CLOSE = "\n  ]\n}\n"
-_INDENT = "    "
+INDENT = "    "
 _CLAIM_DEPTH = 6  # run > attempts > attempt > judges > judge > claims > claim
 
 
-def scan_run(path: str | os.PathLike[str], visit: Callable[[Attempt, str], None]) -> RunFile | None:
-    """Validate a run file attempt by attempt: ``visit(attempt, digest)`` for each, in file order.
-
-    Returns the run without its attempts (``attempts`` empty; everything else as recorded, including
-    ``attempts_digest``, which the attempts were checked against), or None when the file is not one
-    :func:`load_run` accepts in the layout it writes (see the module docstring: read it with
-    :func:`load_run`).
-
-    Raises:
-        RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
-    """
-    p = Path(path)
-    text = read_text_bounded(p, what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+def run_header(text: str) -> tuple[RunFile, int, int] | None:
+    """The run without its attempts and where its attempt lines are, or None (not this layout)."""
     if "NaN" in text or "Infinity" in text or version_first(text) != RUN_FORMAT_VERSION:
         return None
     at = text.rfind(_ATTEMPTS_OPEN)
@@ -66,28 +56,97 @@ def scan_run(path: str | os.PathLike[str], visit: Callable[[Attempt, str], None]
         return None
     if not all(json_depth_ok(value, MAX_DEPTH - depth) for value, depth in _free_form(head)):
         return None
+    return head, at + len(_ATTEMPTS_OPEN), len(text) - len(_CLOSE)
+
+
+def _attempt(body: str) -> tuple[Attempt, str] | None:
+    """One attempt line validated as an :class:`Attempt`, with its digest (None: not a valid one)."""
+    try:
+        attempt = Attempt.model_validate_json(body)
+    except ValidationError:
+        return None
+    digest = bare_digest(body)
+    if digest is None:
+        return None
+    for judge in attempt.judges:
+        if not all(json_depth_ok(claim, MAX_DEPTH - _CLAIM_DEPTH) for claim in judge.claims):
+            return None
+    return attempt, digest
+
+
+def scan_run(path: str | os.PathLike[str], visit: Callable[[Attempt, str], None]) -> RunFile | None:
+    """Validate a run file attempt by attempt: ``visit(attempt, digest)`` for each, in file order.
+
+    Returns the run without its attempts (``attempts`` empty; everything else as recorded, including
+    ``attempts_digest``, which the attempts were checked against), or None when the file is not one
+    :func:`load_run` accepts in the layout it writes (see the module docstring: read it with
+    :func:`load_run`).
+
+    Raises:
+        RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
+    """
+    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+    found = run_header(text)
+    if found is None:
+        return None
+    head, start, end = found
     digests: list[str] = []
-    start, end = at + len(_ATTEMPTS_OPEN), len(text) - len(_CLOSE)
     while start <= end:  # one line at a time: the file's text is the only copy of it in memory
         stop = text.find("\n", start, end)
         last = stop < 0
         line = text[start : end if last else stop]
         start = end + 1 if last else stop + 1
-        if not line.startswith(_INDENT) or (not last and not line.endswith(",")):
+        if not line.startswith(INDENT) or (not last and not line.endswith(",")):
             return None
-        body = line[len(_INDENT) :] if last else line[len(_INDENT) : -1]
-        try:
-            attempt = Attempt.model_validate_json(body)
-        except ValidationError:
+        read = _attempt(line[len(INDENT) :] if last else line[len(INDENT) : -1])
+        if read is None:
             return None
-        digest = bare_digest(body)
-        if digest is None:
-            return None
-        for judge in attempt.judges:
-            if not all(json_depth_ok(claim, MAX_DEPTH - _CLAIM_DEPTH) for claim in judge.claims):
-                return None
-        digests.append(digest)
-        visit(attempt, digest)
+        digests.append(read[1])
+        visit(*read)
     if attempts_digest(digests) != head.attempts_digest:
+        return None
+    return head
+
+
+def scan_run_fields(
+    path: str | os.PathLike[str], visit: Callable[[AttemptFields, bytes], None]
+) -> RunFile | None:
+    """:func:`scan_run` for readers of :class:`AttemptFields`: ``visit(fields, raw digest)`` per attempt.
+
+    Each line in the layout :func:`~replaygate.replay.dump_run` writes is read by
+    :func:`parse_attempt_line` without building its attempt; any other line (a judge, an escape) is
+    validated as an :class:`Attempt`, as :func:`scan_run` does, and reduced by :func:`attempt_fields`.
+    The same files are accepted (None otherwise: read it with :func:`load_run`), with the same values.
+
+    Raises:
+        RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
+    """
+    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+    found = run_header(text)
+    if found is None:
+        return None
+    head, start_at, end_at = found
+    data = text.encode("utf-8")  # positions in bytes from here on (the header is before start_at)
+    start = len(text[:start_at].encode("utf-8"))
+    end = len(data) - len(_CLOSE)
+    digests: list[bytes] = []
+    indent = INDENT.encode()
+    while start <= end:
+        stop = data.find(b"\n", start, end)
+        last = stop < 0
+        line_end = end if last else stop
+        if not data.startswith(indent, start, line_end) or (not last and data[line_end - 1] != 44):  # ","
+            return None
+        body_start, body_end = start + len(indent), line_end if last else line_end - 1
+        start = end + 1 if last else stop + 1
+        fast = parse_attempt_line(data, body_start, body_end)
+        if fast is None:
+            read = _attempt(data[body_start:body_end].decode("utf-8"))
+            if read is None:
+                return None
+            fast = attempt_fields(read[0]), bytes.fromhex(read[1])
+        digests.append(fast[1])
+        visit(*fast)
+    if attempts_digest(d.hex() for d in digests) != head.attempts_digest:
         return None
     return head

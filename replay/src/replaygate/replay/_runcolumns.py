@@ -1,0 +1,178 @@
+"""``scan_run_columns``: a run file's attempts as columns (numpy arrays), for readers of thousands of them.
+
+When every attempt line of a run file is in the layout :func:`~replaygate.replay.dump_run` writes and
+:func:`~replaygate.replay.parse_attempt_line` reads (no judge, no escape sequence: see
+:mod:`._attempt_line`), each line is matched by the same strict pattern (so it is one ``Attempt``
+validation accepts), hashed for the attempts' digest, and its fields become columns: the numbers parsed
+by numpy from the matched text all at once, the strings (scenario id, error, answer, checks) left as
+spans of the file's bytes for the reader to decode the few it shows. No attempt object and no per-field
+Python value is made per attempt.
+
+Anything else (one line another reader must validate, another layout, a digest that does not match)
+returns None: the caller reads the file with :func:`~replaygate.replay.scan_run_fields` (per line) or
+:func:`~replaygate.replay.load_run` (the one error message).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from replaygate.replay._attempt_line import LINE_PATTERN, AttemptFields, parse_attempt_line
+from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
+from replaygate.replay._errors import RunFileError
+from replaygate.replay._runfile import RunFile, attempts_digest
+from replaygate.replay._runscan import INDENT, run_header
+
+__all__ = ["RunColumns", "scan_run_columns"]
+
+_STATUS = np.zeros(256, dtype=np.uint8)  # pass 0, fail 1, error 2: the first byte of the status decides
+_STATUS[ord("f")], _STATUS[ord("e")] = 1, 2
+_COLUMNS = ("sid", "index", "status", "latency", "tin", "tout", "cost", "esc", "empty", "calls", "retrieval")
+
+
+@dataclass(frozen=True)
+class RunColumns:
+    """A run's attempts in file order: one array entry per attempt.
+
+    ``status``: 0 pass, 1 fail, 2 error. Optional numbers have a ``*_known`` mask (the value is 0 where
+    it is not known). ``scenario_ids`` are the ids' UTF-8 bytes; :meth:`fields` reads the whole
+    :class:`AttemptFields` of one attempt (its error, answer, failed checks, retrieval scores) from its
+    line. ``digests``: each attempt's raw sha256 :func:`~replaygate.replay.attempt_digest`, 32 bytes each.
+    """
+
+    data: bytes
+    starts: NDArray[np.int64]  # each attempt's JSON in data: starts[i]:stops[i]
+    stops: NDArray[np.int64]
+    scenario_ids: NDArray[np.bytes_]
+    index: NDArray[np.int64]
+    status: NDArray[np.uint8]
+    latency_s: NDArray[np.float64]
+    input_tokens: NDArray[np.int64]
+    input_tokens_known: NDArray[np.bool_]
+    output_tokens: NDArray[np.int64]
+    output_tokens_known: NDArray[np.bool_]
+    cost_usd: NDArray[np.float64]
+    cost_usd_known: NDArray[np.bool_]
+    llm_calls: NDArray[np.int64]
+    llm_calls_known: NDArray[np.bool_]
+    escalated: NDArray[np.bool_]
+    empty: NDArray[np.bool_]
+    has_retrieval: NDArray[np.bool_]
+    digests: bytes
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    def fields(self, row: int) -> AttemptFields:
+        """Everything :class:`AttemptFields` holds of attempt ``row`` (its line read again)."""
+        read = parse_attempt_line(self.data, int(self.starts[row]), int(self.stops[row]))
+        assert read is not None  # every line matched when the file was scanned
+        return read[0]
+
+
+def scan_run_columns(path: str | os.PathLike[str]) -> tuple[RunFile, RunColumns] | None:
+    """The run without its attempts and its attempts as :class:`RunColumns`, or None (see the docstring).
+
+    Raises:
+        RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
+    """
+    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+    found = run_header(text)
+    if found is None:
+        return None
+    head, start_at, _ = found
+    data = text.encode("utf-8")
+    del text
+    begin = _byte_offset(data, start_at)
+    end = len(data) - len(b"\n  ]\n}\n")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf[begin:end] == 10) + begin
+    starts = np.concatenate([[begin], newlines + 1])
+    stops = np.concatenate([newlines - 1, [end]])  # without the "," that ends every line but the last
+    if starts.size and (buf[newlines - 1] != ord(",")).any():
+        return None
+    indent = INDENT.encode()
+    fullmatch = LINE_PATTERN.fullmatch
+    sha256 = hashlib.sha256
+    digests: list[bytes] = []
+    rows: list[tuple[bytes | None, ...]] = []
+    path_group = LINE_PATTERN.groupindex["path"]
+    wanted = [LINE_PATTERN.groupindex[name] for name in _COLUMNS]
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        if not data.startswith(indent, start, stop):
+            return None
+        m = fullmatch(data, start + len(indent), stop)
+        if m is None:
+            return None
+        rows.append(m.group(*wanted))
+        cut, resume = m.span(path_group)
+        h = sha256(data[start + len(indent) : cut])
+        h.update(data[resume:stop])
+        digests.append(h.digest())
+    if attempts_digest(d.hex() for d in digests) != head.attempts_digest:
+        return None
+    return head, _columns(data, starts + len(indent), stops, rows, digests)
+
+
+def _byte_offset(data: bytes, char_offset: int) -> int:
+    """Where character ``char_offset`` of ``data``'s text starts in its bytes."""
+    if data.isascii():
+        return char_offset
+    return len(data.decode("utf-8")[:char_offset].encode("utf-8"))
+
+
+def _numbers(
+    values: tuple[bytes | None, ...], dtype: type[np.generic]
+) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+    """The numbers of a column (None: ``null``) and where they are known (0 where not)."""
+    known = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    text = np.array(
+        [b"0" if v is None else v for v in values] if not known.all() else values, dtype=np.bytes_
+    )
+    return text.astype(dtype), known
+
+
+def _flags(values: tuple[bytes | None, ...]) -> NDArray[np.uint8]:
+    """The first byte of each value (each value is there)."""
+    return np.frombuffer(b"".join(v[:1] for v in values if v is not None), dtype=np.uint8)
+
+
+def _columns(
+    data: bytes,
+    starts: NDArray[np.int64],
+    stops: NDArray[np.int64],
+    rows: list[tuple[bytes | None, ...]],
+    digests: list[bytes],
+) -> RunColumns:
+    sid, index, status, latency, tin, tout, cost, esc, empty, calls, retrieval = zip(*rows, strict=True)
+    tokens_in, tokens_in_known = _numbers(tin, np.int64)
+    tokens_out, tokens_out_known = _numbers(tout, np.int64)
+    costs, cost_known = _numbers(cost, np.float64)
+    llm_calls, llm_calls_known = _numbers(calls, np.int64)
+    return RunColumns(
+        data=data,
+        starts=starts,
+        stops=stops,
+        scenario_ids=np.array(sid, dtype=np.bytes_),
+        index=_numbers(index, np.int64)[0],
+        status=_STATUS[_flags(status)],
+        latency_s=_numbers(latency, np.float64)[0],
+        input_tokens=tokens_in,
+        input_tokens_known=tokens_in_known,
+        output_tokens=tokens_out,
+        output_tokens_known=tokens_out_known,
+        cost_usd=costs,
+        cost_usd_known=cost_known,
+        llm_calls=llm_calls,
+        llm_calls_known=llm_calls_known,
+        escalated=_flags(esc) == ord("t"),
+        empty=_flags(empty) == ord("t"),
+        has_retrieval=np.fromiter((r is not None for r in retrieval), dtype=bool, count=len(retrieval)),
+        digests=b"".join(digests),
+    )
