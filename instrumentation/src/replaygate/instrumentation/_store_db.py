@@ -3,7 +3,9 @@
 The trace store shares one SQLite file with the control plane's tables (which have their own prefixes);
 its own tables are prefixed ``trace_``. The file runs in WAL mode so readers never block the agents that
 write, and every write is one ``BEGIN IMMEDIATE`` transaction retried with backoff when another process
-holds the lock.
+holds the lock. Durability is ``synchronous = NORMAL``: a commit is not fsynced (checkpoints are), so a
+power loss or OS crash may lose the last committed batches but never corrupts the file; a crash of the
+agent process alone loses nothing that was committed. (``FULL`` would fsync every batch.)
 """
 
 from __future__ import annotations
