@@ -14,6 +14,7 @@ are kept (:mod:`._integrity` checks the plan and the journal on them).
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from array import array
@@ -159,7 +160,7 @@ class _Columns:
             return out
 
         measures = map(
-            AttemptMeasures._make,  # tuple.__new__: no Python call per attempt
+            functools.partial(tuple.__new__, AttemptMeasures),  # no Python call per attempt
             zip(
                 column(self.latency, "d", None),
                 column(self.tokens_in, "q", 8),
@@ -172,7 +173,9 @@ class _Columns:
             ),
         )
         statuses = [_STATUSES[c] for c in np.frombuffer(bytes(self.status), dtype=np.uint8)[at].tolist()]
-        return list(map(MeasuredAttempt._make, zip(statuses, measures, strict=True)))
+        return list(
+            map(functools.partial(tuple.__new__, MeasuredAttempt), zip(statuses, measures, strict=True))
+        )
 
     def row(self, i: int) -> MeasuredAttempt:
         f = self.flags[i]
