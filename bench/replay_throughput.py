@@ -20,8 +20,13 @@ target that returns at once (sync and async), whole runs with artifacts, printed
 against the 0.05 ms target. ``--sleep-ms 5 --scenarios 2000 --concurrency 64`` is the in-process
 2,000 x 5 run against a 5 ms target of ``bench/suite_scale.py`` (target: within 1.5x of the ideal).
 
+``--switch-interval S`` runs the bench with ``sys.setswitchinterval(S)`` (Python's default is 0.005 s):
+how long a thread whose call returned may wait for the GIL while another thread holds it is bounded by
+it, so comparing 0.005 with 0.0005 on a quiet machine shows how much of the gap to the ideal is that
+hand-over (with 50 calls returning together, each may wait for the event loop's scoring).
+
     uv run --locked python bench/replay_throughput.py [--scenarios 200] [--k 5] [--concurrency 50]
-        [--rounds 5] [--sleep-ms 20] [--cpu]
+        [--rounds 5] [--sleep-ms 20] [--cpu] [--switch-interval 0.005]
 """
 
 from __future__ import annotations
@@ -90,15 +95,35 @@ async def instant_async_target(turns: list[str], context: dict[str, Any], config
     return "Refunds up to $200 are issued within 5 days. " + turns[0]
 
 
+_thread_cpu: dict[str, float] = {}
+_thread_run = threading.Thread.run
+
+
+def _counted_run(self: threading.Thread) -> None:
+    """``Thread.run``, adding the thread's CPU time to its kind (its name without the trailing number)."""
+    try:
+        _thread_run(self)
+    finally:
+        kind = self.name.rstrip("0123456789_-")
+        _thread_cpu[kind] = _thread_cpu.get(kind, 0.0) + time.thread_time()
+
+
 def cpu_per_attempt(suite: list[Scenario], attempts: int, rounds: int, concurrency: int) -> int:
-    """CPU per plain check-only attempt: whole runs against targets that return at once."""
+    """CPU per plain check-only attempt: whole runs against targets that return at once.
+
+    Each round also splits the CPU by thread: the event loop's (everything but the target calls of a
+    sync target, the journal and the artifacts), the journal writer's, the artifact writer's, and the
+    target threads' (a sync target's calls, each opening its attempt's root span).
+    """
     print(f"CPU per attempt: {attempts} attempts against a target that returns at once, {rounds} rounds")
+    threading.Thread.run = _counted_run  # type: ignore[method-assign]
     results: dict[str, list[float]] = {"sync": [], "async": []}
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(rounds):
             for name, target in (("sync", instant_sync_target), ("async", instant_async_target)):
                 out = Path(tmp) / f"cpu-{rnd}-{name}.json"
-                t0, c0 = time.perf_counter(), time.process_time()
+                _thread_cpu.clear()
+                t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
                 run = run_suite(
                     suite,
                     target,
@@ -110,10 +135,18 @@ def cpu_per_attempt(suite: list[Scenario], attempts: int, rounds: int, concurren
                     code_commit=None,
                 )
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                main = time.thread_time() - m0
                 assert run.summary.passes == attempts, run.summary.error_attempts[:3]
                 results[name].append(cpu / attempts * 1000)
                 per = cpu / attempts * 1000
-                print(f"round {rnd + 1} {name:5s} wall {wall:.2f}s  CPU {cpu:.2f}s = {per:.3f} ms/attempt")
+                split = ", ".join(
+                    f"{kind.removeprefix('replaygate-')} {us / attempts * 1e6:.1f}"
+                    for kind, us in [("event loop", main), *sorted(_thread_cpu.items())]
+                )
+                print(
+                    f"round {rnd + 1} {name:5s} wall {wall:.2f}s  CPU {cpu:.2f}s = {per:.3f} ms/attempt "
+                    f"(us/attempt by thread: {split}; load {os.getloadavg()[0]:.1f})"
+                )
     for name, values in results.items():
         best = min(values)
         verdict = "within" if best <= CPU_TARGET_MS else "OVER"
@@ -161,7 +194,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sleep-ms", type=float, default=SLEEP_S * 1000)
     parser.add_argument("--cpu", action="store_true", help="CPU per plain check-only attempt (2000 x 5)")
+    parser.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval (s)")
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    print(f"GIL switch interval {sys.getswitchinterval() * 1000:g} ms")
     if args.cpu:
         load_prices()
         n = 2000 if args.scenarios == 200 else args.scenarios

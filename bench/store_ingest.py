@@ -3,13 +3,16 @@ bounded queue, the batched writer), and through `replaygate collect` (the real S
 into SQLite and PostgreSQL, side by side. Also the drops at a 2,000 calls/s burst for 5 s, from one
 process and from 4 at once, with the default queue, and whether the store reports each drop.
 
-    uv run --locked python bench/store_ingest.py [--calls 4000] [--quick]
+    uv run --locked python bench/store_ingest.py [--calls 4000] [--quick] [--stages]
 
 Each row gives spans/s per process (wall clock, so it moves with the machine's load: read it with the
 ``uptime`` printed beside it) and CPU microseconds per span (all threads of the agent process, or of the
 receiver for ``collect``), which is what to trust on a shared machine. Two rows split one process's CPU:
 the agent's own work (decorator and OpenTelemetry SDK, no exporter) and the store's export path alone
 (redaction, the span record, the trace row, the SQLite write) over the same spans.
+
+``--stages`` prints only the CPU us/span of each stage of the export path (normalise, encode, trace rows,
+SQL), in one process. Each target gets a PASS / NOT MET line at the end.
 
 Target: >= 10k spans/s per process into SQLite (the export path's CPU per span is the ingest ceiling:
 1e6 / us-per-span); no loss at a 2,000 calls/s burst with the default queue, or every drop reported.
@@ -135,6 +138,7 @@ def embedded(processes: int, calls: int, rate: float | None = None) -> dict[str,
         "traces": stored,
         "expected": processes * (calls + 50),
         "calls_per_s": sum(r[5] for r in results) / processes,
+        "spans": produced,
     }
 
 
@@ -185,22 +189,85 @@ def through_collect(store_url: str, processes: int, calls: int) -> dict[str, Any
             "agent_us": None,
             "export_us": 1e6 * receiver_cpu / max(1, spans),
             "dropped": sum(r[2] for r in results),
-            "reported": None,
-            "all_dropped": None,
+            "reported": store.drops().total,  # carried on the agents' spans to collect's store
+            "all_dropped": sum(r[2] for r in results),
             "traces": store.count(),
             "expected": processes * calls,
             "calls_per_s": sum(r[3] for r in results) / processes,
+            "spans": processes * calls * SPANS_PER_CALL,
         }
     finally:
         server.shutdown()
         store.close()
 
 
+def stages(calls: int = 1000) -> None:
+    """CPU us/span of each stage of the store's export path, best of 5, over the same finished spans."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from replaygate.instrumentation import (
+        BatchRows,
+        StoreSpanExporter,
+        TraceStore,
+        configure,
+        record_to_row,
+        shutdown,
+        span_to_record,
+    )
+
+    provider, memory = TracerProvider(), InMemorySpanExporter()
+    configure(tracer_provider=provider, store=None, exporters=[memory], max_queue_size=1 << 20)
+    _agent_calls(calls)
+    provider.force_flush(60_000)
+    spans = list(memory.get_finished_spans())
+    shutdown(10)
+    records = [span_to_record(s) for s in spans]
+    batches = [records[i : i + 512] for i in range(0, len(records), 512)]
+
+    def best(work: Any) -> float:
+        times = []
+        for _ in range(5):
+            start = time.thread_time()
+            work()
+            times.append(time.thread_time() - start)
+        return 1e6 * min(times) / len(spans)
+
+    with tempfile.TemporaryDirectory() as d:
+        made = iter(range(1000))
+
+        def write() -> None:
+            with TraceStore(str(Path(d) / f"w{next(made)}.db")) as store:
+                for batch in batches:
+                    store.write_spans(batch)
+
+        def export() -> None:
+            exporter = StoreSpanExporter(str(Path(d) / f"e{next(made)}.db"))
+            for i in range(0, len(spans), 512):
+                exporter.export(spans[i : i + 512])
+            exporter.shutdown()
+
+        figures = {
+            "span -> record (normalise)": best(lambda: [span_to_record(s) for s in spans]),
+            "record -> span row (JSON)": best(lambda: [record_to_row(r) for r in records]),
+            "trace rows (BatchRows)": best(lambda: [BatchRows(b) for b in batches]),
+            "write_spans (rows + trace rows + SQL)": best(write),
+            "StoreSpanExporter.export (all but redaction)": best(export),
+        }
+    print(f"stages of the store's export path, CPU us/span over {len(spans)} spans (best of 5):")
+    for name, us in figures.items():
+        print(f"  {name:46} {us:7.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=4000, help="agent calls per process")
     parser.add_argument("--quick", action="store_true", help="fewer calls, no burst of 4 processes")
+    parser.add_argument("--stages", action="store_true", help="only the export path's stages, in-process")
     args = parser.parse_args()
+    if args.stages:
+        print(f"load: {os.getloadavg()[0]:.2f} (uptime)")
+        stages()
+        return
     calls = 1000 if args.quick else args.calls
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (uptime)")
     rows: list[tuple[str, dict[str, Any]]] = []
@@ -228,30 +295,63 @@ def main() -> None:
             f"{name:40} {r['rate']:12.0f} {r['rate'] / base:8.2f} {agent:>8} {r['export_us']:9.1f} "
             f"{r['calls_per_s']:8.0f} {r['dropped']:8d} {reported:>8} {r['traces']:7d} {r['expected']:7d}"
         )
-    one = rows[0][1]
     print(
         "agent us = CPU us/span of the agent thread (decorator + SDK); ingest us = CPU us/span of the "
         "store export thread (redaction, record, trace row, SQLite), or of the whole collect process"
     )
-    ceiling = 1e6 / one["export_us"]
-    print(
-        f"target >= {TARGET_SPANS_PER_S:,} spans/s per process into SQLite: the export path takes "
-        f"{one['export_us']:.1f} CPU us/span = {ceiling:,.0f} spans per CPU-second "
-        f"({'met' if ceiling >= TARGET_SPANS_PER_S else 'NOT met'}); end to end with the agent in the same "
-        f"process {base:,.0f} spans/s (its GIL-bound ceiling 1e6 / (agent + ingest) = "
-        f"{1e6 / (one['agent_us'] + one['export_us']):,.0f})"
-    )
+    for line in verdicts(rows):
+        print(line)
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (uptime)")
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "NOT MET"
+
+
+def verdicts(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One line per target: what was measured, and PASS or NOT MET."""
+    by_name = dict(rows)
+    lines = []
+    for name in ("embedded SQLite, 1 process", "embedded SQLite, 4 processes"):
+        r = by_name[name]
+        ceiling = 1e6 / r["export_us"]
+        lines.append(
+            f"[{_verdict(ceiling >= TARGET_SPANS_PER_S)}] >= {TARGET_SPANS_PER_S:,} spans/s per process into "
+            f"SQLite, {name}: the store's export thread takes {r['export_us']:.1f} CPU us/span = "
+            f"{ceiling:,.0f} spans per CPU-second"
+        )
+        both = 1e6 / (r["agent_us"] + r["export_us"])
+        lines.append(
+            f"[{_verdict(r['rate'] >= TARGET_SPANS_PER_S)}] the same end to end with the agent's own work in "
+            f"the process: {r['rate']:,.0f} spans/s measured (wall clock; the GIL-bound ceiling "
+            f"1e6 / (agent + ingest) = {both:,.0f})"
+        )
+    for name, r in rows:
+        if name.startswith("burst"):
+            lost = r["dropped"]
+            lines.append(
+                f"[{_verdict(lost == 0)}] no loss, {name} with the default queue: {lost} of "
+                f"{r['spans']} spans dropped ({r['calls_per_s']:.0f} calls/s reached per "
+                "process)"
+            )
+        elif name.startswith("collect"):
+            ok = r["dropped"] == 0 and r["traces"] == r["expected"]
+            lines.append(
+                f"[{_verdict(ok)}] no loss, {name}: {r['traces']} of {r['expected']} traces stored, "
+                f"{r['dropped']} spans dropped by the agents"
+            )
     unreported = [n for n, r in rows if r["reported"] is not None and r["reported"] != r["all_dropped"]]
     drops = sum(r["dropped"] for _, r in rows)
-    print(
-        f"drops: {drops} spans in all rows; "
+    lines.append(
+        f"[{_verdict(not unreported)}] every drop reported where a person looks (`replaygate traces`): "
+        f"{drops} spans dropped in all rows; "
         + (
-            f"NOT reported to the store as dropped in: {', '.join(unreported)}"
+            f"the store's count differs from the agents' own in: {', '.join(unreported)}"
             if unreported
-            else "the store's drop count (replaygate traces) equals the agents' own count in every row"
+            else "the store's drop count equals the agents' own count in every embedded row"
         )
     )
-    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (uptime)")
+    return lines
 
 
 if __name__ == "__main__":

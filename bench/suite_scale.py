@@ -7,7 +7,11 @@ Rows, each with its target and the ratio to it:
 - ``promote`` of a new trace into each of those sets (duplicate detection through ``golden.lock``'s index);
 - 200 x 5 and 2,000 x 5 replays against a 5 ms target at concurrency 64, in-process (``run_suite``) and
   through the CLI (``replaygate run``, its bytecode cached as an installed package has it, after one
-  warm-up run), against the ideal ``attempts x 5 ms / 64``; the peers' figures for
+  warm-up run; the first run of a set with its scenario cache cold, then a second run reading the
+  cache), against the ideal ``ceil(attempts / 64) x 5 ms``, with the CLI's time broken down side by side:
+  its imports (a fresh interpreter importing what ``run`` imports, and genai-prices' table), loading the
+  set (``select_golden``, parsing every file and from a warm ``ScenarioCache``), the in-process run and
+  writing the run file (``save_run`` of the finished run, alone); the peers' figures for
   the same task are printed as fixed references (Inspect AI 13.5 s / promptfoo 9.8 s for 200 x 5;
   147 s / 109 s for 2,000 x 5, measured for the issue, not here);
 - ``gate`` on 5,000 scenarios x k=10 with a second baseline (the noise floor): the whole ``replaygate gate``
@@ -15,7 +19,8 @@ Rows, each with its target and the ratio to it:
   a process of its own, its wall time, CPU time and peak memory (``RUSAGE_CHILDREN``), after one
   warm-up run that caches its bytecode (as the CLI rows do);
 - ``import replaygate.instrumentation`` against ``import opentelemetry.sdk.trace``, each in fresh
-  interpreters, interleaved, median of several (and the import plus the first ``@trace_agent``).
+  interpreters with their bytecode cached (as installed packages have it; one warm-up import first),
+  interleaved, median of several (and the import plus the first ``@trace_agent``, which loads wrapt).
 
 A shared machine shows up in the wall times: compare the rows of one run; the loading, promote and CLI
 rows also print their CPU time and the load average.
@@ -82,7 +87,7 @@ def make_golden(path: Path, n: int, k: int = 5) -> None:
 
 def _row(name: str, seconds: float, target_s: float | None, note: str = "") -> None:
     ratio = f"{seconds / target_s:5.2f}x of target {target_s:g} s" if target_s else ""
-    print(f"{name:44s} {seconds:8.3f} s  {ratio:28s} {note}")
+    print(f"{name:52s} {seconds:8.3f} s  {ratio:28s} {note}")
 
 
 def _load() -> str:
@@ -98,12 +103,32 @@ def _cli_env(tmp: Path) -> dict[str, str]:
     """The CLI's environment: its bytecode cached (in ``tmp``), as an installed replaygate has it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    env["REPLAYGATE_SCENARIO_CACHE"] = str(tmp / "scenario-cache.json")
     return env
+
+
+#: What ``replaygate run`` imports before its first attempt (the command's module and genai-prices).
+RUN_IMPORTS = (
+    "import replaygate.cli._main\n"
+    "import replaygate.cli._run\n"
+    "from replaygate.instrumentation import load_prices\n"
+    "load_prices()"
+)
+
+
+def _fresh(code: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``code`` in a fresh interpreter (CPU: this child's, from RUSAGE_CHILDREN)."""
+    probe = f"import time\nt0 = time.perf_counter()\n{code}\nprint(time.perf_counter() - t0)"
+    c0 = _children_cpu()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True, env=env
+    )
+    return float(out.stdout.strip().splitlines()[-1]), _children_cpu() - c0
 
 
 def bench_loading(sets: dict[int, Path]) -> None:
     import yaml
-    from replaygate.replay import load_scenarios, scenario_files
+    from replaygate.replay import ScenarioCache, load_scenarios, scenario_files
 
     print("\n== loading a golden set (target: 2,000 scenarios < 1 s)")
     for n, path in sets.items():
@@ -112,6 +137,12 @@ def bench_loading(sets: dict[int, Path]) -> None:
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert len(loaded) == n
         note = f"(CPU {cpu:.3f} s, {_load()}) "
+        cache = ScenarioCache(sets[n].parent / f"cache-{n}.json")
+        load_scenarios(path, cache=cache)  # fills it
+        c0, t0 = time.process_time(), time.perf_counter()
+        assert len(load_scenarios(path, cache=ScenarioCache(cache.path))) == n
+        warm_wall, warm_cpu = time.perf_counter() - t0, time.process_time() - c0
+        note += f"(from a warm ScenarioCache: {warm_wall:.3f} s, CPU {warm_cpu:.3f}) "
         if n <= 2000:
             texts = [f.read_text(encoding="utf-8") for f in scenario_files(path)]
             t0 = time.perf_counter()
@@ -183,9 +214,36 @@ def bench_promote(sets: dict[int, Path]) -> None:
         gs.lock_path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def _cli_run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str | None]:
+    """Wall and CPU seconds of one ``replaygate run``, and its error (None when it succeeded)."""
+    c0, t0 = _children_cpu(), time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    error = None if done.returncode == 0 else f"({done.returncode}): {done.stderr.strip()[-400:]}"
+    return wall, cpu, error
+
+
+def _load_times(path: Path, tmp: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(wall, CPU) seconds of ``select_golden`` parsing every file, and reading a warm scenario cache."""
+    from replaygate.replay import ScenarioCache
+
+    from replaygate.golden import GoldenSet, select_golden
+
+    cache_path = tmp / f"load-cache-{path.name}.json"
+    select_golden(GoldenSet(path), cache=ScenarioCache(cache_path))  # fills the cache
+    parse: list[tuple[float, float]] = []
+    cached: list[tuple[float, float]] = []
+    for _ in range(3):
+        for cache, into in ((None, parse), (cache_path, cached)):
+            c0, t0 = time.process_time(), time.perf_counter()
+            select_golden(GoldenSet(path), cache=ScenarioCache(cache) if cache else None)
+            into.append((time.perf_counter() - t0, time.process_time() - c0))
+    return min(parse), min(cached)  # the least disturbed of three, by wall time
+
+
 def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
     from replaygate.instrumentation import load_prices
-    from replaygate.replay import load_scenarios, run_suite
+    from replaygate.replay import load_scenarios, run_suite, save_run
 
     load_prices()
     print(f"\n== replay x k=5 against a {SLEEP_S * 1000:.0f} ms target, concurrency {CONCURRENCY}")
@@ -194,7 +252,10 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
     console = str(Path(sys.executable).parent / "replaygate")
     warm = [console, "run", "--golden", str(sets[sizes[0]]), "--target", "bench.suite_scale:target"]
     warm += ["--repeats", "1", "--out", str(tmp / "warm-up.json"), "--quiet", "--force", "--no-artifacts"]
-    subprocess.run(warm, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)  # caches bytecode
+    no_cache = {**env, "REPLAYGATE_SCENARIO_CACHE": "off"}  # the first measured run finds the cache cold
+    subprocess.run(warm, cwd=ROOT, env=no_cache, capture_output=True, text=True, timeout=1800)  # bytecode
+    _fresh(RUN_IMPORTS, env)  # and the bytecode of what run imports
+    imports = sorted(_fresh(RUN_IMPORTS, env) for _ in range(3))[1]  # the median by wall time
     for n in sizes:
         attempts = n * 5
         ideal = -(-attempts // CONCURRENCY) * SLEEP_S  # ceil(attempts / concurrency) waves of one call
@@ -214,23 +275,66 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
         assert run.summary.passes == attempts, run.summary.error_attempts[:3]
         note = f"= {wall / ideal:.1f}x ideal; CPU {cpu:.2f} s = {cpu / attempts * 1000:.3f} ms/attempt"
         _row(f"{n:,} x 5 in-process (ideal {ideal:.2f} s)", wall, ideal * 1.5, note)
+        inproc = (wall, cpu)
+        c0, t0 = time.process_time(), time.perf_counter()
+        save_run(run, tmp / f"again-{n}.json")
+        write_wall, write_cpu = time.perf_counter() - t0, time.process_time() - c0
+        size_mb = (tmp / f"again-{n}.json").stat().st_size / 1e6
+        parsed, cached = _load_times(sets[n], tmp)
         cmd = [
             str(Path(sys.executable).parent / "replaygate"), "run", "--golden", str(sets[n]),
             "--target", "bench.suite_scale:target", "--concurrency", str(CONCURRENCY),
             "--out", str(tmp / f"cli-{n}.json"), "--quiet", "--force",
         ]  # fmt: skip
-        c0, t0 = _children_cpu(), time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-        wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
-        if done.returncode != 0:
-            print(f"   CLI run failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-            continue
-        _row(
-            f"{n:,} x 5 through the CLI",
-            wall,
-            ideal * 3,
-            f"= {wall / ideal:.1f}x ideal (CPU {cpu:.2f} s, {_load()}); peers: {PEERS.get(n, '-')}",
-        )
+        for label in ("scenario cache cold", "second run, cache warm"):
+            wall, cpu, error = _cli_run(cmd, env)
+            if error is not None:
+                print(f"   CLI run failed {error}")
+                break
+            _row(
+                f"{n:,} x 5 through the CLI ({label})",
+                wall,
+                ideal * 3,
+                f"= {wall / ideal:.1f}x ideal (CPU {cpu:.2f} s, {_load()}); peers: {PEERS.get(n, '-')}",
+            )
+        else:
+            _breakdown(wall, cpu, ideal, imports, parsed, cached, inproc, (write_wall, write_cpu), size_mb)
+
+
+def _breakdown(
+    wall: float,
+    cpu: float,
+    ideal: float,
+    imports: tuple[float, float],
+    parsed: tuple[float, float],
+    cached: tuple[float, float],
+    inproc: tuple[float, float],
+    write: tuple[float, float],
+    size_mb: float,
+) -> None:
+    """The warm CLI run beside its parts, measured apart in this run: wall and CPU seconds."""
+    parts = [
+        ("imports", imports),
+        ("load (cache)", cached),
+        ("run (in-process)", inproc),
+    ]
+    print("   the warm CLI run, part by part (wall | CPU):")
+    for name, (w, c) in parts:
+        print(f"     {name:38s} {w:8.3f} s | {c:6.3f} s  = {w / ideal:4.1f}x ideal")
+    print(f"     {'  (load parsing every file instead)':38s} {parsed[0]:8.3f} s | {parsed[1]:6.3f} s")
+    print(
+        f"     {'  (of the run: save_run alone)':38s} {write[0]:8.3f} s | {write[1]:6.3f} s"
+        f"  ({size_mb:.1f} MB run file)"
+    )
+    total = (sum(p[1][0] for p in parts), sum(p[1][1] for p in parts))
+    print(
+        f"     {'imports + load + run':38s} {total[0]:8.3f} s | {total[1]:6.3f} s"
+        f"  = {total[0] / ideal:4.1f}x ideal"
+    )
+    print(
+        f"     {'the CLI run':38s} {wall:8.3f} s | {cpu:6.3f} s  = {wall / ideal:4.1f}x ideal "
+        f"(the rest {wall - total[0]:+.3f} s: interpreter start, the command, its summary)"
+    )
 
 
 def _gate_child(folder: str) -> None:
@@ -295,15 +399,7 @@ def bench_gate(tmp: Path, n: int) -> None:
     )
 
 
-def _import_time(code: str) -> float:
-    probe = f"import time\nt0 = time.perf_counter()\n{code}\nprint(time.perf_counter() - t0)"
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
-    return float(out.stdout.strip().splitlines()[-1])
-
-
-def bench_import(rounds: int) -> None:
+def bench_import(rounds: int, tmp: Path) -> None:
     print("\n== import time, fresh interpreters, interleaved (target: <= 1.2x the SDK's)")
     decorate = (
         "import replaygate.instrumentation as ri\n"
@@ -315,14 +411,26 @@ def bench_import(rounds: int) -> None:
         "replaygate.instrumentation": "import replaygate.instrumentation",
         "... plus the first @trace_agent": decorate,
     }
+    env = _cli_env(tmp)
+    bare = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(tmp / "no-pycache")}
+    for code in codes.values():
+        _fresh(code, env)  # writes the bytecode, as installing a package does
     times: dict[str, list[float]] = {k: [] for k in codes}
+    compiled: dict[str, list[float]] = {k: [] for k in codes}
     for _ in range(rounds):
         for name, code in codes.items():
-            times[name].append(_import_time(code))
+            times[name].append(_fresh(code, env)[0])
+            compiled[name].append(_fresh(code, bare)[0])
     sdk = statistics.median(times["opentelemetry.sdk.trace"])
+    sdk_compiled = statistics.median(compiled["opentelemetry.sdk.trace"])
+    print(f"({_load()}; right of |: every module compiled from source, as under PYTHONDONTWRITEBYTECODE=1)")
     for name, values in times.items():
-        median = statistics.median(values)
-        print(f"import {name:37s} {median:8.3f} s  {median / sdk:5.2f}x the SDK's (target 1.2x)")
+        median, slow = statistics.median(values), statistics.median(compiled[name])
+        target = "(target 1.2x)" if name == "replaygate.instrumentation" else "(for information)"
+        print(
+            f"import {name:37s} {median:8.3f} s  {median / sdk:5.2f}x the SDK's {target:18s}"
+            f"| {slow:6.3f} s {slow / sdk_compiled:5.2f}x"
+        )
 
 
 def main() -> int:
@@ -341,7 +449,7 @@ def main() -> int:
             sets[n] = tmp / f"golden-{n}"
             make_golden(sets[n], n)
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        bench_import(5)
+        bench_import(7, tmp)
         bench_loading(sets)
         bench_promote(sets)
         bench_replay(sets, [200, 2000], tmp)

@@ -65,7 +65,8 @@ def test_dead_collector_costs_only_dropped_spans() -> None:
     assert result["dropped"] >= 10_200 - 512 - 256 - 200
     assert result["exported"] == 0 and result["faults"] == 0
     assert result["flushed"] is False
-    assert result["shutdown_s"] < 3.5
+    # bounded by the timeout given (2 s), with room for a loaded CI machine; a hung exporter retries for 64 s
+    assert result["shutdown_s"] < 6.0
     # bounded: one full queue of spans (each holds ~6 KB here: ~3 MB), not 10,000 of them (~60 MB)
     assert result["peak"] < 10 * 1024 * 1024, result
     assert wall < 60

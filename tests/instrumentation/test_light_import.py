@@ -2,7 +2,10 @@
 
 asyncio (and the ssl it imports), urllib's HTTP client and email are loaded when used (sending
 feedback, reading canary state from a URL, decorating a function: wrapt 2 imports asyncio), not on
-import. ``replaygate run --policy`` reads the policy without loading scipy.
+import. Nor does the import load the SDK's export side, sqlite3, hashlib (OpenSSL), decimal or the
+store, the export pipeline, the routing client and span normalisation: the public names that need them
+load their modules on first use (PEP 562), and every name of ``__all__`` still resolves to the same object.
+``replaygate run --policy`` reads the policy without loading scipy.
 """
 
 from __future__ import annotations
@@ -14,10 +17,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ["asyncio", "ssl", "urllib.request", "http.client", "email", "scipy"]
+#: Loaded by ``configure``, the store, canary routing or replay, never by ``import`` and a decorated call.
+NOT_ON_IMPORT = [
+    "opentelemetry.sdk.trace",
+    "opentelemetry.sdk.trace.export",
+    "opentelemetry.exporter",
+    "sqlite3",
+    "hashlib",
+    "decimal",
+    "pydantic",
+    "genai_prices",
+    "replaygate.instrumentation._configure",
+    "replaygate.instrumentation._export",
+    "replaygate.instrumentation._store",
+    "replaygate.instrumentation._routing",
+    "replaygate.instrumentation._normalize",
+    "replaygate.instrumentation._prices",
+]
 
 
-def _loaded(code: str) -> list[str]:
-    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+def _loaded(code: str, names: list[str] = HEAVY) -> list[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {names!r} if m in sys.modules]))"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True, cwd=ROOT
     )
@@ -27,6 +47,38 @@ def _loaded(code: str) -> list[str]:
 
 def test_import_loads_no_asyncio_urllib_or_ssl() -> None:
     assert _loaded("import replaygate.instrumentation") == []
+
+
+def test_import_and_a_decorated_call_load_no_sdk_store_or_export_modules() -> None:
+    code = (
+        "import replaygate.instrumentation as ri\n"
+        "@ri.trace_agent(name='a')\n"
+        "def agent(message: str) -> str:\n"
+        "    with ri.tool_call('t', {'x': 1}) as t:\n"
+        "        t.set_result(1)\n"
+        "    return message.upper()\n"
+        "assert agent('hi') == 'HI'"
+    )
+    assert _loaded("import replaygate.instrumentation", NOT_ON_IMPORT) == []
+    assert _loaded(code, NOT_ON_IMPORT) == []
+
+
+def test_lazy_names_resolve_to_their_modules_objects() -> None:
+    code = (
+        "import replaygate.instrumentation as ri\n"
+        "from replaygate.instrumentation import TraceStore, configure\n"
+        "from replaygate.instrumentation._store import TraceStore as Private\n"
+        "assert TraceStore is Private and ri.TraceStore is Private and callable(configure)\n"
+        "assert set(ri.__all__) <= set(dir(ri))\n"
+        "try:\n"
+        "    ri.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    assert 'no_such_name' in str(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+        "from replaygate.instrumentation import *"
+    )
+    assert "replaygate.instrumentation._store" in _loaded(code, NOT_ON_IMPORT)
 
 
 def test_the_probe_sees_a_module_that_is_loaded() -> None:

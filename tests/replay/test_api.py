@@ -98,6 +98,7 @@ EXPECTED = {
     "dump_scenario",
     "load_scenario",
     "load_scenarios",
+    "ScenarioCache",
     "save_scenario",
     "scenario_content_hash",
     "scenario_json_schema",

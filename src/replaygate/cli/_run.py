@@ -49,6 +49,7 @@ from replaygate.replay import (
     ReplayError,
     RunFile,
     RunFileError,
+    ScenarioCache,
     create_judges,
     create_simulator,
     error_lines,
@@ -291,7 +292,8 @@ def run_cmd(
         raise click.UsageError(
             f"--golden {golden_dir}: no such directory (set --golden or REPLAYGATE_GOLDEN)"
         )
-    selection = select_golden(GoldenSet(golden_dir), tier=tier, tags=tag_map)  # via golden.lock's index
+    # via golden.lock's index; unchanged files from the scenario cache (REPLAYGATE_SCENARIO_CACHE)
+    selection = select_golden(GoldenSet(golden_dir), tier=tier, tags=tag_map, cache=ScenarioCache.default())
     scenarios = selection.scenarios
     held_out = selection.held_out
     holdout_note = (

@@ -5,7 +5,8 @@ decompression: 413 above it) and so is the work in flight: at most ``max_infligh
 store at once; a request that cannot start within ``queue_wait_s`` is answered ``429 Too Many Requests``
 with ``Retry-After``, and a store that cannot be written ``503 Service Unavailable`` with ``Retry-After``,
 both of which the OpenTelemetry exporters retry (OTLP/HTTP specification). A ``200`` is sent only after
-the batch is committed, so an acknowledged span is stored: nothing is dropped silently.
+the batch is committed, so an acknowledged span is stored: nothing is dropped silently. Agents' own
+drop counts that arrive on their spans are recorded in the store's ``trace_drops`` (``_drops.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from flask import Blueprint, Response, request
 from replaygate.instrumentation import ReplaygateError
 
 from replaygate.collect._decode import decode_request, encode_response, records_from_request
+from replaygate.collect._drops import take_drop_reports
 from replaygate.collect._errors import BadRequest
 from replaygate.store import TraceStore
 
@@ -135,9 +137,13 @@ class Receiver:
             self.stats.add(rejected=1)
             return _refuse(400, str(exc))
 
+        spans, drops = take_drop_reports(records)
+
         def work() -> Response:
-            self.store.write_spans(records)
-            self.stats.add(spans=len(records), requests=1)
+            self.store.write_spans(spans)
+            for source, total in drops.items():  # after the spans: a retried request writes both again
+                self.store.record_drops(source, total)
+            self.stats.add(spans=len(spans), requests=1)
             body, kind = encode_response(content_type)
             return Response(body, status=200, content_type=kind)
 

@@ -6,7 +6,8 @@ whose entry rules it out (tier, tags, status, holdout), is not parsed; every oth
 file that is invalid is an error whether or not it would be selected (its bytes changed since it was
 indexed, so its entry says nothing). The content hashes of the selected scenarios whose files match
 their entries come from the index (:attr:`Selection.content_hashes`: the run's suite hash without hashing
-those scenarios again).
+those scenarios again). With a :class:`~replaygate.replay.ScenarioCache` (``replaygate run`` passes one), a
+file whose bytes were parsed before is read from the cache's JSON instead of its YAML.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from replaygate.replay import (
     DEFAULT_STATUSES,
     HOLDOUT_TIERS,
     Scenario,
+    ScenarioCache,
     ScenarioError,
     load_scenario,
     parse_scenario_file,
@@ -60,9 +62,14 @@ def _read(path: Path) -> bytes | None:
 
 
 def select_golden(
-    golden: GoldenSet, tier: str | None = None, tags: Mapping[str, str] | None = None
+    golden: GoldenSet,
+    tier: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    cache: ScenarioCache | None = None,
 ) -> Selection:
     """The scenarios of ``golden`` a run of ``tier`` with ``tags`` selects (see the module docstring).
+
+    ``cache``: parsed scenarios by file bytes, read and then saved (None: parse every file read).
 
     Raises:
         GoldenError: no golden-set directory.
@@ -91,7 +98,12 @@ def select_golden(
             held_out += entry.holdout and tier not in HOLDOUT_TIERS
             continue
         try:
-            scenario = load_scenario(path) if raw is None else parse_scenario_file(path, raw)
+            if raw is None:
+                scenario = load_scenario(path)  # says why the file cannot be read
+            elif cache is not None:
+                scenario = cache.parse(path, raw)
+            else:
+                scenario = parse_scenario_file(path, raw)
         except ScenarioError as exc:
             problems.append(str(exc))
             continue
@@ -103,6 +115,8 @@ def select_golden(
         every.append(scenario)
         if entry is not None and entry.content_hash is not None:
             known[scenario.id] = entry.content_hash
+    if cache is not None:
+        cache.save()
     if problems:
         raise ScenarioError("\n".join(problems))
     selected = select_scenarios(every, tier=tier, tags=wanted)

@@ -148,11 +148,18 @@ class TraceStore(TraceReader):
                     )
 
     def record_drops(self, source: str, dropped: int) -> None:
-        """Report that the process ``source`` has dropped ``dropped`` spans so far (a running total)."""
+        """Report that the process ``source`` has dropped ``dropped`` spans so far (a running total).
+
+        The count never goes down: a total that arrives after a higher one (requests of one agent
+        answered out of order) keeps the higher.
+        """
         now = time.time_ns()
         with self.store.write() as conn:
-            first = conn.execute(select(trace_drops.c.first_ns).where(trace_drops.c.source == source)).first()
-            row = {"source": source, "dropped": int(dropped), "first_ns": first[0] if first else now}
+            found = conn.execute(
+                select(trace_drops.c.first_ns, trace_drops.c.dropped).where(trace_drops.c.source == source)
+            ).first()
+            total = max(int(dropped), int(found[1])) if found else int(dropped)
+            row = {"source": source, "dropped": total, "first_ns": found[0] if found else now}
             upsert(conn, trace_drops, [{**row, "updated_ns": now}], ("source",))
 
     def drops(self) -> DropReport:

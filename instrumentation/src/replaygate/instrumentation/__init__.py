@@ -117,7 +117,15 @@ control plane's SQL store writes the same rows, and the one read path (``TraceRe
 routes (``open_route``, ``close_route``, ``watch_known_providers``) for the replay engine;
 ``resolve_settings``, ``describe_destinations`` and ``absolute_store`` for ``replaygate doctor``;
 ``jsonable`` for artifact files.
+
+Importing the package costs about what the OpenTelemetry API costs: it loads the decorators and span
+helpers only; every other public name (``configure``, the store, capture, routing, normalisation, prices)
+loads its module on first use, so a process that only decorates never loads the SDK's export side,
+sqlite3 or OpenSSL's hashing until ``configure`` (or a replay) asks for them.
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from replaygate.instrumentation._agent import (
     annotate_agent,
@@ -126,66 +134,134 @@ from replaygate.instrumentation._agent import (
     mark_escalation,
     mark_failure,
 )
-from replaygate.instrumentation._collector import SpanCollector
-from replaygate.instrumentation._configure import Instrumentation, configure, health, shutdown
 from replaygate.instrumentation._context import run_in_context, wrap_for_executor
-from replaygate.instrumentation._destinations import absolute_store, describe_destinations
 from replaygate.instrumentation._errors import InstrumentationError, ReplaygateError, StoreError
-from replaygate.instrumentation._feedback import record_feedback
-from replaygate.instrumentation._normalize import (
-    AgentRun,
-    NormalizedSpan,
-    Retrieval,
-    is_content_attribute,
-    jsonable,
-    normalize_span,
-    span_record,
-    span_to_record,
-)
-from replaygate.instrumentation._prices import call_cost, load_prices
-from replaygate.instrumentation._records import (
-    FAILURE_REASONS,
-    Chunk,
-    LlmCall,
-    SpanRecord,
-    ToolCall,
-    TraceRecord,
-    TraceSummary,
-    ordered_reasons,
-)
-from replaygate.instrumentation._routing import RoutingClient, Variant, choose_variant, configure_routing
-from replaygate.instrumentation._settings import ConfigureOptions, resolve_settings
 from replaygate.instrumentation._span_decorators import trace_llm, trace_retriever, trace_tool
 from replaygate.instrumentation._spans import llm_call, record_retrieval, retrieval, tool_call
-from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
-from replaygate.instrumentation._store_db import (
-    DEFAULT_STORE,
-    TRACE_MIGRATIONS,
-    TRACE_SCHEMA_VERSION,
-    connect_store_db,
-    resolve_store_url,
-)
-from replaygate.instrumentation._store_reads import TraceQuery, TraceReader, read_records
-from replaygate.instrumentation._store_rows import (
-    TRACE_COLUMNS,
-    BatchRows,
-    Execute,
-    batch_trace_rows,
-    build_records,
-    feedback_value,
-    id_chunks,
-    normalize_trace_id,
-    read_feedback,
-    read_spans,
-    record_from_row,
-    record_to_row,
-    trace_id_range,
-)
-from replaygate.instrumentation._summary import summarize_spans
 from replaygate.instrumentation._trace_agent import trace_agent
-from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch, watch_known_providers
-from replaygate.instrumentation._trace_routes import close_route, open_route
 from replaygate.instrumentation.version import __version__
+
+if TYPE_CHECKING:  # the names below are loaded on first use (PEP 562 ``__getattr__`` below)
+    from replaygate.instrumentation._collector import SpanCollector
+    from replaygate.instrumentation._configure import Instrumentation, configure, health, shutdown
+    from replaygate.instrumentation._destinations import absolute_store, describe_destinations
+    from replaygate.instrumentation._feedback import record_feedback
+    from replaygate.instrumentation._normalize import (
+        AgentRun,
+        NormalizedSpan,
+        Retrieval,
+        is_content_attribute,
+        jsonable,
+        normalize_span,
+        span_record,
+        span_to_record,
+    )
+    from replaygate.instrumentation._prices import call_cost, load_prices
+    from replaygate.instrumentation._reasons import FAILURE_REASONS, ordered_reasons
+    from replaygate.instrumentation._records import (
+        Chunk,
+        LlmCall,
+        SpanRecord,
+        ToolCall,
+        TraceRecord,
+        TraceSummary,
+    )
+    from replaygate.instrumentation._routing import RoutingClient, Variant, choose_variant, configure_routing
+    from replaygate.instrumentation._settings import ConfigureOptions, resolve_settings
+    from replaygate.instrumentation._store import StoreSpanExporter, TraceStore
+    from replaygate.instrumentation._store_db import (
+        DEFAULT_STORE,
+        TRACE_MIGRATIONS,
+        TRACE_SCHEMA_VERSION,
+        connect_store_db,
+        resolve_store_url,
+    )
+    from replaygate.instrumentation._store_reads import TraceQuery, TraceReader, read_records
+    from replaygate.instrumentation._store_rows import (
+        TRACE_COLUMNS,
+        BatchRows,
+        Execute,
+        batch_trace_rows,
+        build_records,
+        feedback_value,
+        id_chunks,
+        normalize_trace_id,
+        read_feedback,
+        read_spans,
+        record_from_row,
+        record_to_row,
+        trace_id_range,
+    )
+    from replaygate.instrumentation._summary import summarize_spans
+    from replaygate.instrumentation._trace_capture import CaptureResult, capture, watch, watch_known_providers
+    from replaygate.instrumentation._trace_routes import close_route, open_route
+
+#: Public names whose modules load on first use, so importing the package (and decorating a function)
+#: costs little more than the OpenTelemetry SDK: name -> private module.
+_LAZY = {
+    "SpanCollector": "_collector",
+    "Instrumentation": "_configure",
+    "configure": "_configure",
+    "health": "_configure",
+    "shutdown": "_configure",
+    "absolute_store": "_destinations",
+    "describe_destinations": "_destinations",
+    "record_feedback": "_feedback",
+    "AgentRun": "_normalize",
+    "NormalizedSpan": "_normalize",
+    "Retrieval": "_normalize",
+    "is_content_attribute": "_normalize",
+    "jsonable": "_normalize",
+    "normalize_span": "_normalize",
+    "span_record": "_normalize",
+    "span_to_record": "_normalize",
+    "call_cost": "_prices",
+    "load_prices": "_prices",
+    "Chunk": "_records",
+    "FAILURE_REASONS": "_reasons",
+    "LlmCall": "_records",
+    "SpanRecord": "_records",
+    "ToolCall": "_records",
+    "TraceRecord": "_records",
+    "TraceSummary": "_records",
+    "ordered_reasons": "_reasons",
+    "RoutingClient": "_routing",
+    "Variant": "_routing",
+    "choose_variant": "_routing",
+    "configure_routing": "_routing",
+    "ConfigureOptions": "_settings",
+    "resolve_settings": "_settings",
+    "StoreSpanExporter": "_store",
+    "TraceStore": "_store",
+    "DEFAULT_STORE": "_store_db",
+    "TRACE_MIGRATIONS": "_store_db",
+    "TRACE_SCHEMA_VERSION": "_store_db",
+    "connect_store_db": "_store_db",
+    "resolve_store_url": "_store_db",
+    "TraceQuery": "_store_reads",
+    "TraceReader": "_store_reads",
+    "read_records": "_store_reads",
+    "BatchRows": "_store_rows",
+    "Execute": "_store_rows",
+    "TRACE_COLUMNS": "_store_rows",
+    "batch_trace_rows": "_store_rows",
+    "build_records": "_store_rows",
+    "feedback_value": "_store_rows",
+    "id_chunks": "_store_rows",
+    "normalize_trace_id": "_store_rows",
+    "read_feedback": "_store_rows",
+    "read_spans": "_store_rows",
+    "record_from_row": "_store_rows",
+    "record_to_row": "_store_rows",
+    "trace_id_range": "_store_rows",
+    "summarize_spans": "_summary",
+    "CaptureResult": "_trace_capture",
+    "capture": "_trace_capture",
+    "watch": "_trace_capture",
+    "watch_known_providers": "_trace_capture",
+    "close_route": "_trace_routes",
+    "open_route": "_trace_routes",
+}
 
 __all__ = [
     "AgentRun",
@@ -270,3 +346,20 @@ __all__ = [
     "watch_known_providers",
     "wrap_for_executor",
 ]
+
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """Load a public name's module on first use (PEP 562) and keep the name in the package."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    """The package's names, the lazy ones included."""
+    return sorted(set(globals()) | set(__all__))

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import limit_text, text_of, to_json
 from replaygate.instrumentation._health import fault
-from replaygate.instrumentation._records import FAILURE_REASONS
+from replaygate.instrumentation._reasons import FAILURE_REASONS
 from replaygate.instrumentation._state import STATE
 
 __all__ = [

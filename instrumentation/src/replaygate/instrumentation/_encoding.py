@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Mapping
 from json.encoder import encode_basestring
@@ -61,6 +60,8 @@ def message_json(role: str, text: str, finish_reason: str | None = None) -> str:
 
 def content_hash(text: str) -> str:
     """``sha256:<hex>`` of ``text`` (what replaces content when capture is off)."""
+    import hashlib  # noqa: PLC0415 - lazy: OpenSSL's load is not paid by a process that only decorates
+
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -7,14 +7,19 @@ trace reaches the store and OTLP whatever the ratio. Held spans are bounded (the
 go first). Negative feedback arriving later cannot bring back a trace that was sampled away.
 
 The agent's thread only appends the finished span to each exporter's bounded queue (or counts it as
-dropped when the queue is full). Each worker redacts its batch (and hashes content when that exporter's
-capture is off) and exports it, so a dead collector slows nothing but its own worker. Shutdown flushes
-with a deadline and then abandons what is left, counting it as dropped.
+dropped when the queue is full: ``health()``, a warning at most once a minute with the running total,
+and the store's ``trace_drops`` that ``replaygate traces`` shows; an OTLP exporter's drops travel on the
+first span of its next batch as ``replaygate.export.dropped_spans`` / ``replaygate.export.source``, which
+``replaygate collect`` records in its store the same way). Each worker redacts its batch (and hashes
+content when that exporter's capture is off) and exports it, so a dead collector slows nothing but its
+own worker. Shutdown flushes with a deadline and then abandons what is left, counting it as dropped (a
+count no later batch carries: it stays in ``health()`` and the log).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import weakref
@@ -30,7 +35,7 @@ from opentelemetry.trace import StatusCode
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._health import HEALTH, fault, logger
 from replaygate.instrumentation._redaction import Redactor
-from replaygate.instrumentation._spancopy import transform_record, transform_span
+from replaygate.instrumentation._spancopy import transform_record, transform_span, with_attributes
 from replaygate.instrumentation._store import StoreSpanExporter
 from replaygate.instrumentation._trace_routes import is_captured, route_end, route_start
 
@@ -41,6 +46,11 @@ _MASK64 = (1 << 64) - 1
 MAX_HELD_TRACES = 4096
 _MAX_HELD_SPANS = 512
 WARN_EVERY_S = 60.0
+
+
+def _source_name() -> str:
+    """This process's name among the agents that report drops: ``host:pid:start_ns``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{time.time_ns()}"
 
 
 def failure_signal(span: ReadableSpan) -> bool:
@@ -93,6 +103,8 @@ class ExportSink:
         self._warned_at = float("-inf")
         self._drop_lock = threading.Lock()
         self.dropped = 0  # spans this sink dropped (queue full, closed, abandoned at shutdown)
+        self._carried = 0  # of those, how many an OTLP receiver has been told of (see _tag_drops)
+        self._source = _source_name()
         self._thread = self._start_worker()
         if hasattr(os, "register_at_fork"):
             # A forked child (gunicorn workers, multiprocessing) gets a fresh queue and worker thread.
@@ -114,6 +126,8 @@ class ExportSink:
         self._queue = deque()
         self._drop_lock = threading.Lock()
         self.dropped = 0  # the child's own drops from here on
+        self._carried = 0
+        self._source = _source_name()
         self._wake = threading.Event()
         self._busy = 0
         if not self._closed:
@@ -203,6 +217,7 @@ class ExportSink:
         self._tell_dropped()
         if not ready:
             return
+        carried = self._tag_drops(ready) if export_records is None else None
         try:
             if export_records is not None:
                 result = export_records(ready)
@@ -213,6 +228,8 @@ class ExportSink:
             result = SpanExportResult.FAILURE
         if result == SpanExportResult.SUCCESS:
             HEALTH.add("exported_spans", len(ready), exporter=self.name)
+            if carried is not None:
+                self._carried = max(self._carried, carried)
         else:
             HEALTH.add("export_errors", 1, exporter=self.name)
             HEALTH.add("failed_spans", len(ready), exporter=self.name)
@@ -223,6 +240,18 @@ class ExportSink:
                     len(ready),
                     self.name,
                 )
+
+    def _tag_drops(self, ready: list[Any]) -> int | None:
+        """Put this sink's running drop total on the batch's first span, when a receiver has not seen it.
+
+        Only the OTLP destination's batches carry it (``replaygate collect`` records it in its store, as
+        the embedded store records its own drops); returns the total carried, or None.
+        """
+        total = self.dropped
+        if self.name != "otlp" or total <= self._carried:
+            return None
+        ready[0] = with_attributes(ready[0], {sc.RG_EXPORT_DROPPED: total, sc.RG_EXPORT_SOURCE: self._source})
+        return total
 
     def flush(self, timeout_s: float) -> bool:
         """Export everything queued so far; False when the deadline passed first."""

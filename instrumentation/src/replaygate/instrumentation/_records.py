@@ -8,9 +8,11 @@ first, so the trace store, the replay engine and the canary's live measures read
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from replaygate.instrumentation._frozen import fast_init
+from replaygate.instrumentation._reasons import FAILURE_REASONS, ordered_reasons
 
 __all__ = [
     "FAILURE_REASONS",
@@ -26,17 +28,8 @@ __all__ = [
 
 SpanKind = Literal["agent", "retrieval", "tool", "llm", "other"]
 
-#: The reasons that make a trace a failure candidate.
-FAILURE_REASONS = ("exception", "empty_answer", "escalation", "explicit", "negative_feedback")
 
-
-def ordered_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
-    """Failure reasons without repeats or blanks: known ones in ``FAILURE_REASONS`` order, then the others."""
-    unique = list(dict.fromkeys(r for r in reasons if r))
-    known = [r for r in FAILURE_REASONS if r in unique]
-    return tuple(known + [r for r in unique if r not in FAILURE_REASONS])
-
-
+@fast_init
 @dataclass(frozen=True)
 class SpanRecord:
     """One finished span: ids as lowercase hex, times in nanoseconds since the epoch."""
@@ -54,6 +47,7 @@ class SpanRecord:
     events: tuple[dict[str, Any], ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True)
 class Chunk:
     """One retrieved chunk, ``rank`` starting at 1; ``text`` is a sha256 hash when content is off."""
@@ -66,6 +60,7 @@ class Chunk:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call with its decoded arguments and result (``error`` when the tool raised)."""
@@ -77,6 +72,7 @@ class ToolCall:
     error: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class LlmCall:
     """One LLM call; token counts are None when the provider did not report them.
@@ -93,6 +89,7 @@ class LlmCall:
     cost_usd: float | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class TraceSummary:
     """What one trace means: one or more agent calls (turns) and everything under them."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from replaygate.instrumentation._errors import InstrumentationError
 
-__all__ = ["DEFAULT_PATTERNS", "Redactor"]
+__all__ = ["DEFAULT_PATTERNS", "Redactor", "may_hold_trigger"]
 
 #: (kind, regex, triggers): the rules run only on text containing one of the triggers (one search
 #: for a literal alternation, case-sensitive because that keeps it fast), sparing most strings the scans.
@@ -32,6 +32,24 @@ DEFAULT_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 _Rule = tuple[re.Pattern[str], str, tuple[str, ...]]
+
+
+def may_hold_trigger(text: str) -> bool:
+    """Whether ``text`` may hold one of the default patterns' triggers (False: it holds none).
+
+    The same answer as one search for any trigger, or True more often (``bearer``, ``basic`` and
+    ``token`` in any case), about twice as fast: substring tests run in C without the regex engine's
+    per-character work, the rarer characters first (``@``, ``k-`` of ``sk-``/``pk-``/``rk-``, ``xox``,
+    ``A`` of ``AKIA``/``ASIA``/``AIza``, ``gh`` of the GitHub tokens).
+    """
+    if "@" in text or "k-" in text or "xox" in text:
+        return True
+    if "A" in text and ("AKIA" in text or "ASIA" in text or "AIza" in text):
+        return True
+    if "gh" in text and any(t in text for t in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")):
+        return True
+    low = text.lower()
+    return "bearer" in low or "basic" in low or "token" in low
 
 
 class Redactor:
@@ -69,7 +87,7 @@ class Redactor:
         if self._any_trigger is None:
             return False
         # No trigger holds a newline, so a match in the joined text lies inside one of the texts.
-        return self._any_trigger.search("\n".join(texts)) is not None
+        return may_hold_trigger("\n".join(texts))
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return ``text`` with every match replaced, and the number of replacements."""

@@ -7,7 +7,7 @@ when nothing needs changing (no match, capture on), so the common case costs one
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -18,7 +18,10 @@ from replaygate.instrumentation._encoding import content_hash, message_json
 from replaygate.instrumentation._normalize import (
     is_content_attribute,
     is_content_event_attribute,
+    jsonable,
     llm_call_of,
+    plain_attributes,
+    record_of_span,
     span_kind,
     span_to_record,
 )
@@ -26,7 +29,13 @@ from replaygate.instrumentation._prices import call_cost
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._redaction import Redactor
 
-__all__ = ["derived_attributes", "is_content_attribute", "transform_record", "transform_span"]
+__all__ = [
+    "derived_attributes",
+    "is_content_attribute",
+    "transform_record",
+    "transform_span",
+    "with_attributes",
+]
 
 
 def derived_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,21 +109,35 @@ _NUMBERS = frozenset({int, float, bool, type(None)})
 def _texts(span: ReadableSpan, attributes: Mapping[str, Any]) -> list[str]:
     """Every string of a span that redaction reads: name, attribute values, event values, status."""
     texts = [span.name]
-    values = list(attributes.values())
-    for event in span.events:
-        values.extend((event.attributes or {}).values())
-    for value in values:  # what Redactor.redact_value reads: strings and sequences of them
+    add = texts.append
+    numbers = _NUMBERS
+    for value in attributes.values():  # what Redactor.redact_value reads: strings and sequences of them
         kind = type(value)
         if kind is str:
-            texts.append(value)
-        elif kind in _NUMBERS:
+            add(value)
+        elif kind in numbers:
             continue
         elif isinstance(value, str):
+            add(value)
+        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            texts.extend(v for v in value if isinstance(v, str))
+    events = span.events
+    if events:
+        for event in events:
+            texts.extend(_texts_of_values((event.attributes or {}).values()))
+    description = span.status.description
+    if description:
+        add(description)
+    return texts
+
+
+def _texts_of_values(values: Iterable[Any]) -> list[str]:
+    texts: list[str] = []
+    for value in values:
+        if isinstance(value, str):
             texts.append(value)
         elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
             texts.extend(v for v in value if isinstance(v, str))
-    if span.status.description:
-        texts.append(span.status.description)
     return texts
 
 
@@ -140,6 +163,14 @@ def _copy(
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def with_attributes(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
+    """A copy of ``span`` with ``extra`` added to its attributes (the span itself is not modified)."""
+    attributes = {**(span.attributes or {}), **extra}
+    return _copy(
+        span, name=span.name, attributes=attributes, events=span.events, status=span.status, resource=None
     )
 
 
@@ -182,12 +213,14 @@ def transform_record(
     copy when nothing needs redacting: the SDK's attribute mapping is read once into a plain dict that
     the derived attributes, the redaction check and the record all use.
     """
-    attributes = dict(span.attributes or {})
+    attributes = plain_attributes(span)  # one pass over the SDK's mapping, already as stored
     derived = _derived(span, attributes)
     if derived:
-        attributes.update(derived)
+        attributes.update(
+            (k, v if type(v) in _NUMBERS or type(v) is str else jsonable(v)) for k, v in derived.items()
+        )
     if capture_content and not redactor.may_change(_texts(span, attributes)):
-        return span_to_record(span, attributes=attributes), 0
+        return record_of_span(span, attributes), 0
     copy, n = _transform(span, attributes, redactor, capture_content, None, bool(derived))
     return span_to_record(copy), n
 

@@ -11,13 +11,15 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from replaygate.instrumentation._export import Pipeline, Slot
 from replaygate.instrumentation._health import HEALTH
 from replaygate.instrumentation.version import __version__
+
+if TYPE_CHECKING:  # the export pipeline is loaded by ``configure``, not by the decorators
+    from opentelemetry.sdk.trace import TracerProvider
+    from replaygate.instrumentation._export import Pipeline, Slot
 
 __all__ = ["ACTIVE", "SCOPE", "STATE", "Instrumentation", "State"]
 

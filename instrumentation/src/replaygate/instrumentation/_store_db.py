@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._store_rows import record_from_row, record_to_row, refresh_all_traces
@@ -39,6 +39,12 @@ BUSY_TIMEOUT_MS = 5000
 WRITE_DEADLINE_S = 60.0
 
 T = TypeVar("T")
+
+# sqlite3 binds None as NULL only after looking for a ``__adapt__``/``__conform__`` that NoneType lacks
+# (two AttributeErrors raised and formatted per None: ~0.6 us, and store rows carry a few Nones each). An
+# adapter for NoneType that returns the value itself binds exactly the same NULL without the search; it
+# changes nothing for any other sqlite3 user in the process.
+sqlite3.register_adapter(type(None), cast(Callable[[None], None], {}.get))  # {}.get(None) is None
 
 _SCHEMA_V1 = (
     """CREATE TABLE IF NOT EXISTS trace_spans (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import json.encoder
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -54,8 +55,39 @@ __all__ = [
 #: transaction: ``sqlite3.Connection.execute``, or SQLAlchemy's ``conn.execute(text(sql), params)``.
 Execute = Callable[[str, Mapping[str, Any]], Iterable[Sequence[Any]]]
 
-# one encoder for every row (json.dumps with options builds a new one per call)
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+def _row_encoder() -> Callable[[Any], str]:
+    """Compact JSON text of a row's attributes or events (unknown types as text), built once.
+
+    ``JSONEncoder.encode`` builds a new C encoder at every call; this one is made once. There is no
+    circular-reference check: the values are fresh plain data (``jsonable``), which cannot hold a cycle.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator (another Python): the pure-Python encoder
+        return json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":")).encode
+    encoder = make(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_encode = _row_encoder()
+
+
+def _list_encoder() -> Callable[[list[Any]], str]:
+    """``json.dumps`` of a trace row's small lists (LLM calls, failure reasons): the same text, built once."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.dumps
+
+    def refuse(value: Any) -> Any:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    encoder = make(None, refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_dumps = _list_encoder()
 
 PREVIEW_CHARS = 200
 SPAN_COLUMNS = (
@@ -284,7 +316,7 @@ def _base_row(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, .
         "empty": int(empty),
         "escalated": int(summary.escalated or "escalation" in reasons),
         "latency_s": float(summary.latency_s),
-        "llm_calls": json.dumps(calls),
+        "llm_calls": _dumps(calls),
     }
     return row, reasons
 
@@ -296,7 +328,7 @@ def _with_scores(row: dict[str, Any], reasons: tuple[str, ...], scores: Iterable
     full = {
         **row,
         "failure": 1 if reasons else 0,
-        "failure_reasons": json.dumps(list(reasons)),
+        "failure_reasons": _dumps(list(reasons)),
         "updated_ns": time.time_ns(),
         "negative_feedback": int("negative_feedback" in reasons),
     }

@@ -51,6 +51,8 @@ __all__ = [
     "RG_FAILURE_REASON",
     "RG_STREAM_CLOSED_EARLY",
     "RG_CANCELLED",
+    "RG_EXPORT_DROPPED",
+    "RG_EXPORT_SOURCE",
     "SCHEMA_URL",
     "ERROR_TYPE",
     "RETRIEVAL_QUERY_TEXT",
@@ -119,6 +121,10 @@ RG_RETRIEVAL_FILTERED = "replaygate.retrieval.filtered"  # chunks the threshold 
 RG_FAILURE_REASON = "replaygate.failure.reason"  # the text given to mark_failure(reason)
 RG_STREAM_CLOSED_EARLY = "replaygate.stream.closed_early"  # bool: a streamed answer was closed before its end
 RG_CANCELLED = "replaygate.cancelled"  # bool: the agent call was cancelled (asyncio), not a failure
+# On the first span of an OTLP batch after the exporting process dropped spans: its running drop total and
+# its name, which `replaygate collect` records in the store (`replaygate traces` shows them) and strips.
+RG_EXPORT_DROPPED = "replaygate.export.dropped_spans"  # int
+RG_EXPORT_SOURCE = "replaygate.export.source"  # host:pid:start_ns of the exporting process
 
 # Langfuse's OpenTelemetry mapping reads these (tags and metadata of the trace)
 LANGFUSE_TRACE_TAGS = "langfuse.trace.tags"  # tuple of str

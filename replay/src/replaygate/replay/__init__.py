@@ -32,6 +32,9 @@ simulated user (:class:`ScriptedSimulator`, offline, or :class:`LlmSimulator` ov
 endpoint) writes the next turn, every turn goes through the session, and the attempt records them in
 ``conversation``; checks may read the last turn, ``every`` turn or turn N. The CLI is
 ``replaygate run | merge | fingerprint``.
+:class:`ScenarioCache` keeps parsed scenarios by their files' bytes (``load_scenarios(dir, cache=...)``;
+``replaygate run`` uses ``.replaygate/cache/scenarios-v1.json``), so an unchanged golden set is read
+from JSON instead of YAML; errors are those of a parse, since only valid files are ever cached.
 """
 
 from replaygate.replay._artifacts import read_artifacts
@@ -164,6 +167,7 @@ from replaygate.replay._scenario import (
     scenario_json_schema,
     suite_hash,
 )
+from replaygate.replay._scenario_cache import ScenarioCache
 from replaygate.replay._scenario_io import parse_scenario_file, suite_hash_of, write_atomic
 from replaygate.replay._scenario_model import ID_PATTERN
 from replaygate.replay._scoring import ScoreOutcome, score_attempt
@@ -248,6 +252,7 @@ __all__ = [
     "STATES",
     "Scenario",
     "ScenarioEntry",
+    "ScenarioCache",
     "ScenarioError",
     "ScoreOutcome",
     "ScriptRule",

@@ -81,6 +81,27 @@ class Artifact:
         return pydantic_core.to_json(self, fallback=str) + b"\n"
 
 
+_NEXT = b'},{"scenario_id":'
+
+
+def _lines(items: Sequence[Artifact]) -> list[bytes] | None:
+    """Each artifact's :meth:`Artifact.line`, serialized in one call; None to serialize them one by one.
+
+    The JSON array is cut where one artifact ends and the next begins; None when an item is not a plain
+    :class:`Artifact`, a value cannot be serialized, or that text occurs inside an artifact too.
+    """
+    if len(items) < 2 or any(type(a) is not Artifact for a in items):
+        return None
+    try:
+        parts = pydantic_core.to_json(list(items), fallback=str)[1:-1].split(_NEXT)
+    except Exception:  # an unserializable value: the one-by-one path says which artifact
+        return None
+    if len(parts) != len(items):
+        return None
+    head = _NEXT[2:]
+    return [parts[0] + b"}\n", *(head + p + b"}\n" for p in parts[1:-1]), head + parts[-1] + b"\n"]
+
+
 def _key_of(raw: bytes, where: str) -> tuple[_Key, dict[str, Any]] | None:
     try:
         doc = json.loads(raw)
@@ -209,16 +230,11 @@ class ArtifactWriter:
 
     def _write(self, items: list[Artifact]) -> None:
         assert self._fd is not None
-        lines: list[bytes] = []
-        keys: list[_Key] = []
-        for artifact in items:
-            key = (artifact.scenario_id, artifact.index)
-            try:
-                lines.append(artifact.line())
-                keys.append(key)
-            except Exception as exc:  # an unserializable value costs this artifact only
-                log.warning("could not write the artifact of %s#%d: %s", *key, exc)
-                self.failed.add(key)
+        together = _lines(items)
+        if together is not None:
+            lines, keys = together, [(a.scenario_id, a.index) for a in items]
+        else:
+            lines, keys = self._each(items)
         data = b"".join(lines)
         try:
             _append(self._fd, data)
@@ -230,6 +246,20 @@ class ArtifactWriter:
                 os.ftruncate(self._fd, self._good)
             except OSError:
                 pass
+
+    def _each(self, items: list[Artifact]) -> tuple[list[bytes], list[_Key]]:
+        """Each artifact's line on its own: one that cannot be serialized costs that artifact only."""
+        lines: list[bytes] = []
+        keys: list[_Key] = []
+        for artifact in items:
+            key = (artifact.scenario_id, artifact.index)
+            try:
+                lines.append(artifact.line())
+                keys.append(key)
+            except Exception as exc:  # an unserializable value costs this artifact only
+                log.warning("could not write the artifact of %s#%d: %s", *key, exc)
+                self.failed.add(key)
+        return lines, keys
 
     def _run(self) -> None:
         stop = False

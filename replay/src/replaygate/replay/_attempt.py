@@ -29,6 +29,7 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
+from replaygate.replay._model_copy import replaced
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -115,7 +116,9 @@ SCORES_KEPT = 8
 
 def _linear(check: Check) -> bool:
     """Whether a check runs in bounded time whatever the deadline (no backtracking regex)."""
-    regex = getattr(check, "regex", None)
+    if getattr(type(check), "regex", None) is None:  # on the class: a model's __getattr__ raises slowly
+        return True
+    regex = check.regex  # type: ignore[union-attr]
     return regex is None or bool(regex.linear)
 
 
@@ -132,6 +135,22 @@ class _Split:
     last: Scenario
     by_turn: list[Check]
     scores: dict[tuple[RootKey, str, str | None], Attempt] | None
+
+
+def _copy_kept(
+    kept: Attempt, index: int, trace_id: str, started: str, artifact_path: str | None, latency_s: float
+) -> Attempt:
+    """A kept score (see :class:`_Split`) with this attempt's own index, trace, start, path and latency."""
+    return replaced(
+        kept,
+        {
+            "index": index,
+            "trace_id": trace_id,
+            "started": started,
+            "artifact_path": artifact_path,
+            "measures": replaced(kept.measures, {"latency_s": latency_s}),
+        },
+    )
 
 
 #: What a blocking call returns from its thread: the flight, the output or error, the latency.
@@ -200,17 +219,43 @@ class AttemptRunner:
     def finish_now(self, called: Called) -> Attempt:
         """:meth:`finish`, for an attempt of a scenario :meth:`scores_at_once` accepts, without a task.
 
+        An attempt scored before (the same root-only trace, answer and label: see :class:`_Split`) is
+        copied without a coroutine; any other is scored by driving :meth:`finish` to its end.
+
         Raises:
             RuntimeError: scoring tried to wait for something (the scenario was not one to score at once).
         """
+        output = called.output
+        if output is not None and called.error is None and not output.conversation:
+            split = self._split_checks(called.scenario)
+            if split.scores is not None:
+                key = self._summaries.key(called.spans)
+                if key is not None:
+                    kept = split.scores.get((key, output.answer, output.label))
+                    if kept is not None:
+                        attempt = _copy_kept(
+                            kept,
+                            called.index,
+                            called.trace_id,
+                            called.started,
+                            self._path(),
+                            called.latency_s,
+                        )
+                        self._submit(called, output, attempt)
+                        return attempt
         coro = self.finish(called)
         try:
             coro.send(None)
         except StopIteration as stop:
-            attempt: Attempt = stop.value
-            return attempt
+            done: Attempt = stop.value
+            return done
         coro.close()
         raise RuntimeError(f"scoring {called.scenario.id}#{called.index} waited; score it in a task")
+
+    def _path(self) -> str | None:
+        """The ``artifact_path`` of an attempt finished now (None when the artifacts file is unusable)."""
+        writer = self.artifacts
+        return self._artifact_path if writer is not None and writer.usable else None
 
     def _split_checks(self, scenario: Scenario) -> _Split:
         held = self._split.get(id(scenario))
@@ -356,26 +401,29 @@ class AttemptRunner:
         except Exception as exc:  # spans that cannot be read make an error, never a silent pass
             summary = summarize_spans([])
             output, error, key = None, f"cannot read the attempt's spans: {type(exc).__name__}: {exc}", None
-        writer = self.artifacts
-        path = self._artifact_path if writer is not None and writer.usable else None
         attempt = await self._score(
-            scenario, index, output, error, summary, latency_s, trace_id, started, path, spans, key
+            scenario, index, output, error, summary, latency_s, trace_id, started, self._path(), spans, key
         )
+        self._submit(called, output, attempt)
+        return attempt
+
+    def _submit(self, called: Called, output: TargetOutput | None, attempt: Attempt) -> None:
+        """Hand the attempt's artifact to the writer (when artifacts are kept)."""
+        writer = self.artifacts
         if writer is not None:
             writer.submit(
                 Artifact(
-                    scenario_id=scenario.id,
-                    index=index,
-                    trace_id=trace_id,
+                    scenario_id=called.scenario.id,
+                    index=called.index,
+                    trace_id=called.trace_id,
                     answer=output.answer if output else None,
                     label=output.label if output else None,
                     error=attempt.error,
                     messages=output.messages if output else (),
-                    spans=spans,
+                    spans=called.spans,
                     conversation=[t.model_dump() for t in output.conversation] if output else [],
                 )
             )
-        return attempt
 
     def _no_llm(self, scenario: Scenario) -> bool:
         return self.declares_no_llm or declares_no_llm_calls(scenario.tags)
@@ -401,15 +449,7 @@ class AttemptRunner:
             memo = (key, output.answer, output.label)
             kept = scores.get(memo)
             if kept is not None:  # scored before: the same outcome, with this attempt's own values
-                return kept.model_copy(
-                    update={
-                        "index": index,
-                        "trace_id": trace_id,
-                        "started": started,
-                        "artifact_path": artifact_path,
-                        "measures": kept.measures.model_copy(update={"latency_s": latency_s}),
-                    }
-                )
+                return _copy_kept(kept, index, trace_id, started, artifact_path, latency_s)
         common: dict[str, Any] = {
             "scenario_id": scenario.id,
             "index": index,

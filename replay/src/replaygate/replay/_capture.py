@@ -89,6 +89,7 @@ class AttemptSpan(NonRecordingSpan):
         super().__init__(SpanContext(trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
         self.trace_id = format(trace_id, "032x")
         """The attempt's trace id, 32 lowercase hex digits."""
+        self.trace_number = trace_id  # the same id as a number (the capture routing's key)
         self.span_id = format(span_id, "016x")
         self.asked = False  # whether anything asked for this span's context (a child span starting)
         open_route(trace_id, span_id)
@@ -214,12 +215,13 @@ class Capture:
     def pop(self, root: AttemptSpan) -> list[SpanRecord]:
         """Stop routing the attempt's trace and return its spans, ordered by start."""
         self._open.discard(root.trace_id)
-        route = close_route(int(root.trace_id, 16))
+        route = close_route(root.trace_number)
         if route is None:
             return []
         if route.foreign(root.asked):
             self.foreign_attempts += 1
-        return sorted(route.spans, key=lambda s: (s.start_ns, s.end_ns))
+        spans = route.spans
+        return sorted(spans, key=lambda s: (s.start_ns, s.end_ns)) if len(spans) > 1 else list(spans)
 
     def close(self) -> None:
         """Stop routing every trace still open (attempts that timed out keep nothing more)."""

@@ -36,6 +36,7 @@ from replaygate.replay._runfile import (
     attempt_digest,
     attempt_json,
     attempts_digest,
+    attempts_json,
     bare_digest,
     load_run,
 )
@@ -372,7 +373,7 @@ class JournalWriter:
             if items and self._error is None:
                 synced = time.monotonic()
                 try:
-                    done = [(a, *attempt_json(a)) for a in items]
+                    done = [(a, *pair) for a, pair in zip(items, attempts_json(items), strict=True)]
                     data = "".join(
                         f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n' for _, text, h in done
                     )

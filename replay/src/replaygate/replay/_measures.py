@@ -182,22 +182,23 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _rate(flags: Sequence[bool]) -> float | None:
-    return sum(flags) / len(flags) if flags else None
-
-
 def cost_note(attempts: Sequence[_Measured]) -> str:
     """Why the cost of these attempts is unknown (empty when it is known)."""
     unknown = [a for a in attempts if a.measures.cost_usd is None]
+    no_call = sum(1 for a in unknown if a.measures.llm_calls == 0)
+    return _cost_note(len(unknown), no_call, len(attempts))
+
+
+def _cost_note(unknown: int, no_call: int, attempts: int) -> str:
+    """:func:`cost_note` from its counts: attempts of unknown cost, those without an LLM call, all."""
     if not unknown:
         return ""
-    no_call = sum(1 for a in unknown if a.measures.llm_calls == 0)
     parts = []
     if no_call:
         parts.append(f"{NO_LLM_CALL} in {no_call}")
-    if len(unknown) - no_call:
-        parts.append(f"the price is unknown for {len(unknown) - no_call}")
-    return f"cost unknown, not 0: {' and '.join(parts)} of {len(attempts)} attempts"
+    if unknown - no_call:
+        parts.append(f"the price is unknown for {unknown - no_call}")
+    return f"cost unknown, not 0: {' and '.join(parts)} of {attempts} attempts"
 
 
 @dataclass(frozen=True)
@@ -222,19 +223,45 @@ class GuardrailMeasures:
 
 
 def guardrail_measures(attempts: Sequence[_Measured]) -> GuardrailMeasures:
-    """The one definition of each guardrail measure over a set of attempts."""
-    scored = scored_attempts(attempts)
-    latencies = [a.measures.latency_s for a in scored]
-    costs = [a.measures.cost_usd for a in attempts]
-    known = [c for c in costs if c is not None]
-    scored_costs = [a.measures.cost_usd for a in scored]
-    scored_known = [c for c in scored_costs if c is not None]
-    in_tokens = [a.measures.input_tokens for a in attempts if a.measures.input_tokens is not None]
-    out_tokens = [a.measures.output_tokens for a in attempts if a.measures.output_tokens is not None]
+    """The one definition of each guardrail measure over a set of attempts.
+
+    One pass over the attempts collects what each measure reads; the sums are ``sum`` over the same
+    values in the same order as one list per measure would give, so the results are the same.
+    """
+    latencies: list[float] = []
+    known: list[float] = []  # the known costs of every attempt
+    scored_known: list[float] = []  # ... of the scored attempts
+    in_tokens: list[int] = []
+    out_tokens: list[int] = []
+    scored = escalated = empty = errors = scored_unknown = scored_no_call = 0
+    for a in attempts:
+        m = a.measures
+        cost = m.cost_usd
+        if cost is not None:
+            known.append(cost)
+        if m.input_tokens is not None:
+            in_tokens.append(m.input_tokens)
+        if m.output_tokens is not None:
+            out_tokens.append(m.output_tokens)
+        if a.status == "error":
+            errors += 1
+            continue
+        scored += 1
+        latencies.append(m.latency_s)
+        if cost is not None:
+            scored_known.append(cost)
+        else:
+            scored_unknown += 1
+            if m.llm_calls == 0:
+                scored_no_call += 1
+        if m.escalated:
+            escalated += 1
+        if m.empty:
+            empty += 1
     n = len(attempts)
     return GuardrailMeasures(
         attempts=n,
-        scored=len(scored),
+        scored=scored,
         latency_mean_s=sum(latencies) / len(latencies) if latencies else None,
         latency_p50_s=percentile(latencies, 50),
         latency_p95_s=percentile(latencies, 95),
@@ -243,13 +270,11 @@ def guardrail_measures(attempts: Sequence[_Measured]) -> GuardrailMeasures:
         cost_usd_total=sum(known) if n and len(known) == n else None,
         cost_usd_known=sum(known) if known else None,
         cost_usd_mean=(
-            sum(scored_known) / len(scored_known)
-            if scored_known and len(scored_known) == len(scored)
-            else None
+            sum(scored_known) / len(scored_known) if scored_known and len(scored_known) == scored else None
         ),
         cost_unknown_attempts=n - len(known),
-        cost_note=cost_note(scored),
-        escalation_rate=_rate([a.measures.escalated for a in scored]),
-        empty_rate=_rate([a.measures.empty for a in scored]),
-        error_rate=_rate([a.status == "error" for a in attempts]),
+        cost_note=_cost_note(scored_unknown, scored_no_call, scored),
+        escalation_rate=escalated / scored if scored else None,
+        empty_rate=empty / scored if scored else None,
+        error_rate=errors / n if n else None,
     )

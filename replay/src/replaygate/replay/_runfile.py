@@ -10,12 +10,11 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._run_summary_model import RunSummary
@@ -37,6 +36,7 @@ __all__ = [
     "ScenarioEntry",
     "attempt_digest",
     "attempt_json",
+    "attempts_json",
     "bare_digest",
     "attempts_digest",
     "content_hash",
@@ -183,6 +183,9 @@ class Attempt(_Model):
     conversation: list[ConversationTurn] | None = None  # every turn, for scenarios with follow-ups
 
 
+_ATTEMPT_LIST: TypeAdapter[list[Attempt]] = TypeAdapter(list[Attempt])
+
+
 class RunFile(_Model):
     """A whole run: its fingerprint, the scenarios as they were, and every attempt."""
 
@@ -217,22 +220,43 @@ def attempt_digest(attempt: Attempt) -> str:
 
 
 _STARTED = ',"started":'
+_PATH_FIELD = ',"artifact_path":'
+_NEXT_ATTEMPT = '},{"scenario_id":'
 _ATTEMPTS_OPEN = '"attempts": [\n'
 
 
 def attempt_json(attempt: Attempt) -> tuple[str, str]:
     """The attempt's JSON (``model_dump_json()``) and its :func:`attempt_digest`, serialized once.
 
-    The JSON without ``artifact_path`` is hashed; the full JSON is that text with the field put back
-    before ``started`` (the field that follows it: only ``conversation``, whose turns have fixed keys,
-    comes after, so the last ``,"started":`` is the attempt's own).
+    The JSON without ``artifact_path`` is hashed: the full text with that field cut out (the field is
+    followed by ``started``: only ``conversation``, whose turns have fixed keys, comes after, so the last
+    ``,"artifact_path":`` is the attempt's own, and a string value holds no unescaped quote).
     """
-    bare = attempt.model_dump_json(exclude={"artifact_path"})
-    digest = hashlib.sha256(bare.encode("utf-8")).hexdigest()
-    at = bare.rfind(_STARTED)
-    path = attempt.artifact_path
-    field = '"artifact_path":' + (pydantic_core.to_json(path).decode("utf-8") if path is not None else "null")
-    return f"{bare[: at + 1]}{field},{bare[at + 1 :]}", digest
+    return _with_digest(attempt.model_dump_json())
+
+
+def attempts_json(attempts: Sequence[Attempt]) -> list[tuple[str, str]]:
+    """:func:`attempt_json` of each attempt, serialized together (one call into pydantic for a group).
+
+    The group's JSON array is cut where one attempt ends and the next begins (``},{"scenario_id":``);
+    when that text occurs anywhere else too (inside a judge's claims, say), each attempt is serialized
+    on its own instead. Either way each text is exactly the attempt's ``model_dump_json()``.
+    """
+    if len(attempts) < 2 or any(type(a) is not Attempt for a in attempts):
+        return [attempt_json(a) for a in attempts]
+    parts = _ATTEMPT_LIST.dump_json(list(attempts)).decode("utf-8")[1:-1].split(_NEXT_ATTEMPT)
+    if len(parts) != len(attempts):
+        return [attempt_json(a) for a in attempts]
+    head = _NEXT_ATTEMPT[2:]
+    texts = [parts[0] + "}", *(f"{head}{p}}}" for p in parts[1:-1]), head + parts[-1]]
+    return [_with_digest(text) for text in texts]
+
+
+def _with_digest(text: str) -> tuple[str, str]:
+    at = text.rfind(_PATH_FIELD)
+    end = text.find(_STARTED, at)
+    bare = text[:at] + text[end:]
+    return text, hashlib.sha256(bare.encode("utf-8")).hexdigest()
 
 
 def attempts_digest(digests: Iterable[str]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
@@ -14,6 +14,9 @@ from replaygate.replay._errors import ScenarioError
 from replaygate.replay._runfile import content_hash, save_atomic, write_atomic
 from replaygate.replay._scenario_forms import check_entry, error_hint, mark_forms, normalise_checks
 from replaygate.replay._scenario_model import Scenario
+
+if TYPE_CHECKING:
+    from replaygate.replay._scenario_cache import ScenarioCache
 
 __all__ = [
     "PASS_CONDITION_FIELDS",
@@ -244,10 +247,13 @@ def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
     return [Path(path) for _, path in found]
 
 
-def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = ()) -> list[Scenario]:
+def load_scenarios(
+    directory: str | os.PathLike[str], skip: Collection[Path] = (), cache: ScenarioCache | None = None
+) -> list[Scenario]:
     """Load every scenario of a golden set, sorted by id; all problems are reported in one error.
 
-    ``skip``: files not to read (a caller that knows from an index they are not wanted).
+    ``skip``: files not to read (a caller that knows from an index they are not wanted). ``cache``: a
+    :class:`~replaygate.replay.ScenarioCache` unchanged files are read from (and that is saved after).
     """
     root = Path(directory)
     if not root.is_dir():
@@ -259,7 +265,7 @@ def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = (
         if f in skip:
             continue
         try:
-            scenario = load_scenario(f)
+            scenario = load_scenario(f) if cache is None else _load_cached(f, cache)
         except ScenarioError as exc:
             problems.append(str(exc))
             continue
@@ -268,9 +274,19 @@ def load_scenarios(directory: str | os.PathLike[str], skip: Collection[Path] = (
             continue
         where[scenario.id] = f
         scenarios.append(scenario)
+    if cache is not None:
+        cache.save()
     if problems:
         raise ScenarioError("\n".join(problems))
     return sorted(scenarios, key=lambda s: s.id)
+
+
+def _load_cached(path: Path, cache: ScenarioCache) -> Scenario:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return load_scenario(path)  # says what is wrong, as without a cache
+    return cache.parse(path, raw)
 
 
 class _Dumper(yaml.SafeDumper):

@@ -1,0 +1,50 @@
+"""Artifact lines serialized a group at a time: each line exactly :meth:`Artifact.line`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from replaygate.replay._artifacts import Artifact, _lines
+
+_text = st.text(max_size=10) | st.just('},{"scenario_id":')
+_artifact = st.builds(
+    lambda sid, index, answer, messages: Artifact(
+        scenario_id=sid,
+        index=index,
+        trace_id="t" * 32,
+        answer=answer,
+        label=None,
+        error=None,
+        messages=messages,
+    ),
+    _text,
+    st.integers(0, 5),
+    st.none() | _text,
+    st.lists(st.dictionaries(st.sampled_from(["scenario_id", "role"]), _text, max_size=2), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_artifact, max_size=6))
+def test_group_lines_are_each_artifacts_own(items: list[Artifact]) -> None:
+    together = _lines(items)
+    if together is not None:
+        assert together == [a.line() for a in items]
+    else:  # too few, or the separator inside an artifact: each is serialized on its own
+        assert len(items) < 2 or any(b'},{"scenario_id":' in a.line()[1:-2] for a in items)
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_an_unserializable_artifact_sends_the_group_one_by_one() -> None:
+    good = Artifact(scenario_id="a", index=0, trace_id=None, answer="x", label=None, error=None)
+    bad: Any = Artifact(
+        scenario_id="b", index=0, trace_id=None, answer="x", label=None, error=None, messages=[_Unprintable()]
+    )
+    assert _lines([good, good]) == [good.line(), good.line()]
+    assert _lines([good, bad]) is None
