@@ -40,7 +40,8 @@ SCRIPT = textwrap.dedent(
     h = ri.health()
     print(json.dumps({"ok": ok, "elapsed": elapsed, "peak": peak - base, "current": current - base,
                       "shutdown_s": shutdown_s, "flushed": flushed, "dropped": h["dropped_spans"],
-                      "failed": h["failed_spans"], "exported": h["exported_spans"], "faults": h["instrumentation_faults"]}))
+                      "failed": h["failed_spans"], "exported": h["exported_spans"],
+                      "faults": h["instrumentation_faults"]}))
     """
 )
 

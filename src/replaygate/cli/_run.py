@@ -28,7 +28,9 @@ The judges are the offline ones unless ``--judge llm`` (or ``--judge-model``/``-
 given; the LLM judge reads ``REPLAYGATE_JUDGE_BASE_URL``, ``REPLAYGATE_JUDGE_API_KEY`` and
 ``REPLAYGATE_JUDGE_MODEL`` for what is not given. ``--resume`` rebuilds the judges the journaled run was
 started with (from its fingerprint) and refuses a different ``--judge``. The golden-set directory defaults
-to ``REPLAYGATE_GOLDEN`` or ``golden/``. Scenarios with ``followups`` get their next user turns from the
+to ``REPLAYGATE_GOLDEN`` or ``golden/``; the scenarios parsed are kept in
+``.replaygate/cache/scenarios-v1.json`` (``REPLAYGATE_SCENARIO_CACHE``: another path, or ``off``) and the
+next run reads the unchanged files from there. Scenarios with ``followups`` get their next user turns from the
 scripted simulator (offline, seeded with ``--seed``) or, with ``--simulator llm``, from the judges'
 OpenAI-compatible endpoint; the simulator is recorded in the fingerprint.
 """

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
 from replaygate.instrumentation import load_prices
 from replaygate.replay._attempt import Scorer
 from replaygate.replay._candidate import declared_versions
@@ -42,6 +43,8 @@ from replaygate.replay._simulator import ScriptedSimulator, Simulator, simulator
 from replaygate.replay._target import Target, load_target
 
 __all__ = ["RESUME_FIELDS", "RunPlan", "plan_run"]
+
+_ENTRIES: TypeAdapter[list[ScenarioEntry]] = TypeAdapter(list[ScenarioEntry])
 
 #: Fingerprint fields that must match for ``--resume`` to continue a journal.
 RESUME_FIELDS = (
@@ -123,7 +126,7 @@ class RunPlan:
         return {
             "run_id": self.run_id,
             "fingerprint": self.fingerprint.model_dump(mode="json"),
-            "scenarios": [e.model_dump(mode="json") for e in self.entries],
+            "scenarios": _ENTRIES.dump_python(self.entries, mode="json"),  # each entry's model_dump, at once
             "shard": self.shard_text,
             "policy": dict(policy) if policy is not None else None,
         }

@@ -43,7 +43,7 @@ __all__ = ["CACHE_ENV", "DEFAULT_CACHE", "MAX_CACHE_BYTES", "MAX_ENTRIES", "Scen
 CACHE_ENV = "REPLAYGATE_SCENARIO_CACHE"
 DEFAULT_CACHE = Path(".replaygate") / "cache" / "scenarios-v1.json"
 MAX_CACHE_BYTES = 256 * 1024 * 1024
-MAX_ENTRIES = 50_000
+MAX_ENTRIES = 20_000
 _FORMAT = "replaygate-scenario-cache"
 _FORMAT_VERSION = 1
 #: The modules whose code decides what a scenario file parses to.

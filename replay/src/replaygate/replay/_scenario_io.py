@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 from pydantic import ValidationError
@@ -14,9 +14,6 @@ from replaygate.replay._errors import ScenarioError
 from replaygate.replay._runfile import content_hash, save_atomic, write_atomic
 from replaygate.replay._scenario_forms import check_entry, error_hint, mark_forms, normalise_checks
 from replaygate.replay._scenario_model import Scenario
-
-if TYPE_CHECKING:
-    from replaygate.replay._scenario_cache import ScenarioCache
 
 __all__ = [
     "PASS_CONDITION_FIELDS",
@@ -48,6 +45,20 @@ PASS_CONDITION_FIELDS = (
     "followups",
 )
 SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+
+class _ParseCache(Protocol):
+    """What :func:`load_scenarios` needs of a cache (``replaygate.replay.ScenarioCache`` is the one)."""
+
+    def parse(self, path: str | os.PathLike[str], raw: bytes) -> Scenario:
+        """The scenario of the file ``path`` whose bytes are ``raw`` (raises ``ScenarioError``)."""
+        ...
+
+    def save(self) -> bool:
+        """Write what was parsed; whether it was written."""
+        ...
+
+
 _MAX_BYTES = 1_000_000
 _Path = tuple[str | int, ...]
 
@@ -248,7 +259,7 @@ def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 def load_scenarios(
-    directory: str | os.PathLike[str], skip: Collection[Path] = (), cache: ScenarioCache | None = None
+    directory: str | os.PathLike[str], skip: Collection[Path] = (), cache: _ParseCache | None = None
 ) -> list[Scenario]:
     """Load every scenario of a golden set, sorted by id; all problems are reported in one error.
 
@@ -281,7 +292,7 @@ def load_scenarios(
     return sorted(scenarios, key=lambda s: s.id)
 
 
-def _load_cached(path: Path, cache: ScenarioCache) -> Scenario:
+def _load_cached(path: Path, cache: _ParseCache) -> Scenario:
     try:
         raw = path.read_bytes()
     except OSError:
