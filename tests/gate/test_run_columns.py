@@ -159,7 +159,14 @@ def test_a_run_read_as_columns_reduces_and_gates_as_the_run_loaded_whole(tmp_pat
     twice = _shuffled(head.model_copy(update={"attempts": rows}), seed)  # (the gate refuses it)
     paths = [_save(tmp_path, name, run) for name, run in (("base", base), ("head", head), ("noise", noise))]
     for path in [*paths, _save(tmp_path, "twice", twice), _save(tmp_path, "short", short)]:
-        assert scan_run_columns(path) is not None  # read as columns, not per line
+        read = scan_run_columns(path)
+        assert read is not None  # read as columns, not per line
+        columns = read[1]
+        for row, a in enumerate(load_run(path).attempts):
+            fields = columns.fields(row)
+            assert fields == attempt_fields(a)
+            assert columns.answer(row) == fields.answer and columns.error(row) == fields.error
+            assert columns.failed_checks(row) == fields.failed_checks
         assert load_run_data(path) == RunData.of(load_run(path))
     text = tuple(str(p) for p in paths)
     whole = gate_runs(Policy(), *(load_run(p) for p in paths), paths=text)

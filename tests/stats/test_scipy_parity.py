@@ -95,3 +95,14 @@ def test_the_gate_statistics_do_not_import_scipy_stats() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+def test_several_tolerances_from_one_simulation_equal_one_simulation_each() -> None:
+    from replaygate.stats import minimum_detectable_drop, minimum_detectable_drops
+
+    rng = np.random.default_rng(3)
+    base = [(int(s), 10) for s in rng.binomial(10, 0.85, 300)]
+    beyond = (0.0, 0.01, 0.03, 0.2)
+    got = minimum_detectable_drops(base, alpha=0.05, power=0.8, seed=1, beyond=beyond)
+    assert got == [minimum_detectable_drop(base, alpha=0.05, power=0.8, seed=1, beyond=b) for b in beyond]
+    assert got[0] is not None and got[0] < got[2]  # a tolerance to beat needs a larger drop

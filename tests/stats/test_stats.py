@@ -15,7 +15,7 @@ def test_public_names() -> None:
             "Counts", "NoiseFloor", "PermutationResult", "ProportionDiff", "RankTest", "SCENARIO_TEST",
             "Verdict", "bh_adjust", "cohen_kappa", "fisher_exact_per_scenario", "fisher_worse_p",
             "holm_adjust", "mann_whitney", "min_repeats_to_fail", "min_repeats_to_pass",
-            "minimum_detectable_drop", "noise_floor", "paired_permutation_test",
+            "minimum_detectable_drop", "minimum_detectable_drops", "noise_floor", "paired_permutation_test",
             "paired_permutation_test_values", "pass_at_k", "pass_hat_k", "scenario_detectable_drop",
             "scenario_verdict", "threshold_note", "two_proportion_diff", "wilson_interval", "z_value",
         ]

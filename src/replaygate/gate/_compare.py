@@ -34,6 +34,7 @@ from replaygate.stats import (
     SCENARIO_TEST,
     holm_adjust,
     minimum_detectable_drop,
+    minimum_detectable_drops,
     noise_floor,
     paired_permutation_test,
     paired_permutation_test_values,
@@ -163,8 +164,12 @@ def _rate_group(
     policy: Policy,
     family: int = 1,
     known_noise: float | None = None,
+    detectable: tuple[float | None] | None = None,
 ) -> RateComparison:
-    """Test one group; ``family`` is how many groups share the Holm adjustment (for its detectable drop)."""
+    """Test one group; ``family`` is how many groups share the Holm adjustment (for its detectable drop).
+
+    ``detectable``: the group's detectable drop when already simulated (a 1-tuple; None: simulate it).
+    """
     if not ids:
         return RateComparison(
             name=name,
@@ -190,12 +195,16 @@ def _rate_group(
             )
             magnitude = nf.magnitude
     tol = policy.tolerance.overall if name == "overall" else policy.tolerance.for_category(name)
-    detectable = minimum_detectable_drop(
-        b,
-        alpha=policy.alpha / family,
-        power=policy.power,
-        seed=policy.seed,
-        beyond=max(tol, magnitude or 0.0),
+    drop = (
+        detectable[0]
+        if detectable is not None
+        else minimum_detectable_drop(
+            b,
+            alpha=policy.alpha / family,
+            power=policy.power,
+            seed=policy.seed,
+            beyond=max(tol, magnitude or 0.0),
+        )
     )
     return RateComparison(
         name=name,
@@ -209,7 +218,7 @@ def _rate_group(
         p_adjusted=res.p_value,
         exact=res.exact,
         noise_magnitude=magnitude,
-        detectable_drop=detectable,
+        detectable_drop=drop,
     )
 
 
@@ -421,21 +430,28 @@ def compare_runs(
     valid = [s.id for s in scenarios if s.counts and not s.problems]
     noise_info = _noise_info(b, n, valid, policy)
     known = noise_info.magnitude if noise_info is not None else None
-    overall = _rate_group("overall", valid, b.counts, h.counts, None, policy, known_noise=known)
+    # the overall detectable drop beyond the tolerance and the noise floor (rule 2) and the significance-
+    # only one (compared with the tolerance for "can't tell"), from one simulation of the same runs
+    drops = (
+        minimum_detectable_drops(
+            [b.counts[i] for i in valid],
+            alpha=policy.alpha,
+            power=policy.power,
+            seed=policy.seed,
+            beyond=(max(policy.tolerance.overall, known or 0.0), 0.0),
+        )
+        if valid
+        else [None, None]
+    )
+    overall = _rate_group(
+        "overall", valid, b.counts, h.counts, None, policy, known_noise=known, detectable=(drops[0],)
+    )
     cats = _categories(scenarios, valid)
     nc = n.counts if n is not None else None
     categories = _holm_rates(
         [_rate_group(name, ids, b.counts, h.counts, nc, policy, len(cats)) for name, ids in cats.items()]
     )
-    # significance only: compared with the tolerance for "can't tell" (``overall.detectable_drop`` adds
-    # the tolerance and the noise floor, as rule 2 does)
-    mdd = (
-        minimum_detectable_drop(
-            [b.counts[i] for i in valid], alpha=policy.alpha, power=policy.power, seed=policy.seed
-        )
-        if valid
-        else None
-    )
+    mdd = drops[1]
     guardrails, errors = _guardrails(b, h, n, scenarios, conf)
     return Comparison(
         baseline=b.ref(),

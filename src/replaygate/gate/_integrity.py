@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 from replaygate.replay import (
     RunFile,
@@ -112,22 +113,24 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
             "left to compare, so the gate cannot pass it; un-quarantine scenarios or add some"
         )
     entries = {e.id: e for e in run.scenarios}
-    seen: set[tuple[str, int]] = set()
-    twice_seen: set[tuple[str, int]] = set()
-    for key in data.keys:
-        sid, index = key
-        entry = entries.get(sid)
-        if entry is None:
-            raise refuse(f"attempt {sid}#{index} is of a scenario the run does not list")
-        if not 0 <= index < entry.repeats:
-            raise refuse(f"attempt {sid}#{index} is outside 0..{entry.repeats - 1}")
-        if key in seen:
-            twice_seen.add(key)
-        else:
-            seen.add(key)
-    dup = [f"{s}#{i}" for s, i in sorted(twice_seen)]
-    if dup:
-        raise refuse(f"attempt {_few(dup)} appears more than once")
+    seen = _planned_once(data, entries)
+    if seen is None:  # something is off: the keys again, in file order, for the first broken rule
+        seen = set()
+        twice_seen: set[tuple[str, int]] = set()
+        for key in data.keys:
+            sid, index = key
+            entry = entries.get(sid)
+            if entry is None:
+                raise refuse(f"attempt {sid}#{index} is of a scenario the run does not list")
+            if not 0 <= index < entry.repeats:
+                raise refuse(f"attempt {sid}#{index} is outside 0..{entry.repeats - 1}")
+            if key in seen:
+                twice_seen.add(key)
+            else:
+                seen.add(key)
+        dup = [f"{s}#{i}" for s, i in sorted(twice_seen)]
+        if dup:
+            raise refuse(f"attempt {_few(dup)} appears more than once")
     # every key seen is a planned one (checked above): as many as planned means none is missing
     if len(seen) != sum(e.repeats for e in run.scenarios):
         missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
@@ -136,6 +139,22 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
     if run.attempts_digest is not None and run.attempts_digest != digest:
         raise refuse(f"its attempts hash to {digest}, not the digest {run.attempts_digest} it recorded")
     return RunDigest(run_id=run.run_id, run_file=digest, journal=_journal_digest(data, path, refuse))
+
+
+def _planned_once(data: RunData, entries: dict[str, ScenarioEntry]) -> set[tuple[str, int]] | None:
+    """The attempts' keys when each is of a listed scenario, inside its repeats and seen once; else None.
+
+    Whole columns at once: the common case, a run as it was written, costs no loop over its attempts.
+    """
+    sids = data.sids
+    if not set(sids) <= entries.keys():
+        return None
+    index = np.frombuffer(data.indexes, dtype=np.int64) if len(data.indexes) else np.empty(0, np.int64)
+    repeats = np.fromiter((entries[s].repeats for s in sids), dtype=np.int64, count=len(sids))
+    if ((index < 0) | (index >= repeats)).any():
+        return None
+    keys = set(data.keys)
+    return keys if len(keys) == len(sids) else None
 
 
 def _journal_digest(

@@ -14,6 +14,7 @@ are kept (:mod:`._integrity` checks the plan and the journal on them).
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from array import array
@@ -159,7 +160,7 @@ class _Columns:
             return out
 
         measures = map(
-            AttemptMeasures._make,  # tuple.__new__: no Python call per attempt
+            functools.partial(tuple.__new__, AttemptMeasures),  # no Python call per attempt
             zip(
                 column(self.latency, "d", None),
                 column(self.tokens_in, "q", 8),
@@ -172,7 +173,9 @@ class _Columns:
             ),
         )
         statuses = [_STATUSES[c] for c in np.frombuffer(bytes(self.status), dtype=np.uint8)[at].tolist()]
-        return list(map(MeasuredAttempt._make, zip(statuses, measures, strict=True)))
+        return list(
+            map(functools.partial(tuple.__new__, MeasuredAttempt), zip(statuses, measures, strict=True))
+        )
 
     def row(self, i: int) -> MeasuredAttempt:
         f = self.flags[i]
@@ -188,8 +191,12 @@ class _Columns:
         return MeasuredAttempt(_STATUSES[self.status[i]], measures)
 
 
+def _check_detail(name: str, detail: str) -> str:
+    return f"check {name}: {detail}".rstrip(": ")
+
+
 def _details(a: AttemptFields) -> list[str]:
-    out = [f"check {name}: {detail}".rstrip(": ") for name, detail in a.failed_checks]
+    out = [_check_detail(name, detail) for name, detail in a.failed_checks]
     out.extend(f"judge {j.name} ({j.score:.2f}): {j.detail}".rstrip(": ") for j in a.judges if not j.passed)
     return out
 
@@ -268,24 +275,22 @@ def _scenario_of(c: RunColumns, rows: list[int]) -> ScenarioData:
     fail_answer: str | None = None
     have_answer = have_fail_answer = False
     for row, code in zip(rows, status, strict=True):
-        needs_line = (
-            code != 0 or c.has_retrieval[row] or not have_answer  # an error, a failure, scores, the answer
-        )
-        if not needs_line:
-            continue
-        a = c.fields(row)
-        if a.answer is not None:
+        if code == 0 and have_answer and not c.has_retrieval[row]:
+            continue  # a pass with no scores: nothing more of it is kept
+        text = c.answer(row)
+        if text is not None:
             if not have_answer:
-                answer, have_answer = a.answer[:_ANSWER_CAP], True
+                answer, have_answer = text[:_ANSWER_CAP], True
             if code == 1 and not have_fail_answer:
-                fail_answer, have_fail_answer = a.answer[:_ANSWER_CAP], True
+                fail_answer, have_fail_answer = text[:_ANSWER_CAP], True
         if code == 2:
-            errors.append(a.error or "error (no message)")
+            errors.append(c.error(row) or "error (no message)")
             continue
-        for name, value in _scores(a):
-            metrics.setdefault(name, []).append(value)
+        if c.has_retrieval[row]:
+            for name, value in _scores(c.fields(row)):
+                metrics.setdefault(name, []).append(value)
         if code == 1:
-            details.extend(_details(a))
+            details.extend(_check_detail(name, detail) for name, detail in c.failed_checks(row))
     return ScenarioData(
         attempts=len(rows),
         passed=status.count(0),

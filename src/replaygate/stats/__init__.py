@@ -11,7 +11,8 @@
   scenario; exact when the permutation distribution is small enough, Monte Carlo otherwise) with a
   within-scenario bootstrap interval, ``paired_permutation_test_values`` for graded scores,
   ``fisher_exact_per_scenario``, ``holm_adjust``, ``bh_adjust``.
-- Suite: ``noise_floor`` (two runs of the baseline), ``minimum_detectable_drop``.
+- Suite: ``noise_floor`` (two runs of the baseline), ``minimum_detectable_drop`` (and
+  ``minimum_detectable_drops``: several tolerances from one simulation).
 - Live measures: ``two_proportion_diff`` (Newcombe interval, z-test), ``mann_whitney``.
 - Judges: ``cohen_kappa``.
 """
@@ -34,7 +35,13 @@ from replaygate.stats._permutation import (
     paired_permutation_test_values,
 )
 from replaygate.stats._scenario_drop import SCENARIO_TEST, fisher_worse_p, scenario_detectable_drop
-from replaygate.stats._suite import NoiseFloor, cohen_kappa, minimum_detectable_drop, noise_floor
+from replaygate.stats._suite import (
+    NoiseFloor,
+    cohen_kappa,
+    minimum_detectable_drop,
+    minimum_detectable_drops,
+    noise_floor,
+)
 from replaygate.stats._tests2x2 import (
     ProportionDiff,
     RankTest,
@@ -62,6 +69,7 @@ __all__ = [
     "min_repeats_to_fail",
     "min_repeats_to_pass",
     "minimum_detectable_drop",
+    "minimum_detectable_drops",
     "noise_floor",
     "paired_permutation_test",
     "paired_permutation_test_values",

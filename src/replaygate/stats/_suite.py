@@ -12,7 +12,7 @@ from replaygate.stats._head_draws import HeadDraws
 from replaygate.stats._permutation import Counts, paired_permutation_test
 from replaygate.stats._scipy import norm_isf
 
-__all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "noise_floor"]
+__all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "minimum_detectable_drops", "noise_floor"]
 
 _SIM_CHUNK = 25  # simulations drawn at once (bounds the temporary arrays)
 
@@ -56,12 +56,28 @@ def minimum_detectable_drop(
     floor) a detection also needs the observed drop to exceed it, as the gate's rule 2 does. Returns None
     when even losing every pass would not be detected, or when the baseline passes nothing.
     """
+    return minimum_detectable_drops(base, alpha, power, n_sims, seed, (beyond,))[0]
+
+
+def minimum_detectable_drops(
+    base: Sequence[Counts],
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_sims: int = 200,
+    seed: int = 0,
+    beyond: Sequence[float] = (0.0,),
+) -> list[float | None]:
+    """:func:`minimum_detectable_drop` for each of ``beyond``, from one simulation (the same values).
+
+    The simulated runs do not depend on ``beyond``; each drop tried is simulated once for all of them.
+    """
     if not base:
         raise ValueError("no scenarios")
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError("alpha and power must be in (0, 1)")
-    if beyond < 0:
-        raise ValueError(f"beyond must be at least 0, got {beyond!r}")
+    for b in beyond:
+        if b < 0:
+            raise ValueError(f"beyond must be at least 0, got {b!r}")
     s = np.array([c for c, _ in base], dtype=float)
     n = np.array([a for _, a in base], dtype=np.int64)
     if (n <= 0).any():
@@ -69,11 +85,11 @@ def minimum_detectable_drop(
     p = s / n
     mean = float(p.mean())
     if mean <= 0:
-        return None
+        return [None] * len(beyond)
     rng = np.random.default_rng(seed)
     drops = np.round(np.arange(0.01, mean + 1e-9, 0.01), 4)
     if drops.size == 0:
-        return None
+        return [None] * len(beyond)
     # Common random numbers: one uniform per (simulation, scenario, attempt), reused for every drop, so
     # the simulated head outcomes fall monotonically as the drop grows and a bisection over drops is sound.
     k_max = int(n.max())
@@ -98,10 +114,17 @@ def minimum_detectable_drop(
     weight = (2.0 / n) ** 2
     count_type = np.int8 if k_max < 128 else np.int64  # counts of at most k_max
 
-    def power_at(drop: float) -> float:
+    limits = [-b - 1e-12 for b in beyond]
+    powers: dict[int, list[float]] = {}
+
+    def power_at(at: int) -> list[float]:
+        """The power at ``drops[at]`` for each of ``beyond`` (simulated once, then remembered)."""
+        if at in powers:
+            return powers[at]
+        drop = float(drops[at])
         q = np.clip(p * (1.0 - drop / mean), 0.0, 1.0)
         xh_all = head.counts(q, count_type)
-        detected = 0
+        detected = [0] * len(limits)
         for start in range(0, n_sims, _SIM_CHUNK):  # row by row as one array would (bounded temporaries)
             rows = slice(start, start + _SIM_CHUNK)
             xh = xh_all[rows]
@@ -116,19 +139,26 @@ def minimum_detectable_drop(
             with np.errstate(divide="ignore", invalid="ignore"):
                 z = np.where(sd > 0, magnitude / sd, np.where(magnitude > 0, np.inf, 0.0))
             # 2 * norm.sf(z) < alpha, without computing the p-values
-            detected += int(((z > z_crit) & (delta < -beyond - 1e-12)).sum())
-        return detected / n_sims
+            significant = z > z_crit
+            for j, limit in enumerate(limits):
+                detected[j] += int((significant & (delta < limit)).sum())
+        powers[at] = [d / n_sims for d in detected]
+        return powers[at]
 
-    if power_at(float(drops[-1])) < power:
-        return None
-    lo, hi = 0, drops.size - 1  # invariant: power_at(drops[hi]) >= power
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if power_at(float(drops[mid])) >= power:
-            hi = mid
-        else:
-            lo = mid + 1
-    return float(drops[hi])
+    out: list[float | None] = []
+    for j in range(len(limits)):
+        if power_at(drops.size - 1)[j] < power:
+            out.append(None)
+            continue
+        lo, hi = 0, drops.size - 1  # invariant: power_at(hi) >= power
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if power_at(mid)[j] >= power:
+                hi = mid
+            else:
+                lo = mid + 1
+        out.append(float(drops[hi]))
+    return out
 
 
 def cohen_kappa(labels_a: Sequence[Hashable], labels_b: Sequence[Hashable]) -> float:

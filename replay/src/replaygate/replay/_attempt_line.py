@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from replaygate.replay._runfile import Attempt, JudgeResult
 
-__all__ = ["LINE_PATTERN", "AttemptFields", "attempt_fields", "parse_attempt_line"]
+__all__ = ["LINE_PATTERN", "AttemptFields", "attempt_fields", "failed_checks", "parse_attempt_line"]
 
 
 @dataclass(slots=True)
@@ -107,6 +107,17 @@ def _int(raw: bytes | None) -> int | None:
     return int(raw) if raw is not None else None
 
 
+def failed_checks(checks: bytes) -> tuple[tuple[str, str], ...]:
+    """(name, detail) of each check that did not pass, from the text inside a matched line's ``checks``."""
+    if b'"passed":false' not in checks:
+        return ()
+    return tuple(
+        (name.decode("utf-8"), detail.decode("utf-8"))
+        for name, passed, detail in _CHECK_FIELDS.findall(checks)
+        if passed == b"false"
+    )
+
+
 def parse_attempt_line(data: bytes, start: int, stop: int) -> tuple[AttemptFields, bytes] | None:
     """The fields and the raw sha256 digest of the attempt written in ``data[start:stop]``.
 
@@ -117,14 +128,7 @@ def parse_attempt_line(data: bytes, start: int, stop: int) -> tuple[AttemptField
     if m is None:
         return None
     status = m["status"].decode()
-    checks = m["checks"]
-    failed: tuple[tuple[str, str], ...] = ()
-    if b'"passed":false' in checks:
-        failed = tuple(
-            (name.decode("utf-8"), detail.decode("utf-8"))
-            for name, passed, detail in _CHECK_FIELDS.findall(checks)
-            if passed == b"false"
-        )
+    failed = failed_checks(m["checks"])
     retrieval = None
     if m["retrieval"] is not None:
         retrieval = (float(m["hit"]), float(m["mrr"]), float(m["rec"]), float(m["ndcg"]))

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from replaygate.replay._attempt_line import LINE_PATTERN, AttemptFields, parse_attempt_line
+from replaygate.replay._attempt_line import LINE_PATTERN, AttemptFields, failed_checks, parse_attempt_line
 from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._runfile import RunFile, attempts_digest
@@ -49,6 +49,7 @@ class RunColumns:
     data: bytes
     starts: NDArray[np.int64]  # each attempt's JSON in data: starts[i]:stops[i]
     stops: NDArray[np.int64]
+    text_spans: NDArray[np.int64]  # (attempts, 3, 2): answer, error, checks; (-1, -1) where null
     scenario_ids: NDArray[np.bytes_]
     index: NDArray[np.int64]
     status: NDArray[np.uint8]
@@ -68,6 +69,23 @@ class RunColumns:
 
     def __len__(self) -> int:
         return int(self.index.size)
+
+    def _text(self, row: int, which: int) -> str | None:
+        start, end = self.text_spans[row, which].tolist()
+        return None if start < 0 else self.data[start:end].decode("utf-8")
+
+    def answer(self, row: int) -> str | None:
+        """Attempt ``row``'s answer (``fields(row).answer``, without reading the rest of its line)."""
+        return self._text(row, 0)
+
+    def error(self, row: int) -> str | None:
+        """Attempt ``row``'s error message (``fields(row).error``)."""
+        return self._text(row, 1)
+
+    def failed_checks(self, row: int) -> tuple[tuple[str, str], ...]:
+        """Attempt ``row``'s checks that did not pass (``fields(row).failed_checks``)."""
+        start, end = self.text_spans[row, 2].tolist()
+        return failed_checks(self.data[start:end])
 
     def fields(self, row: int) -> AttemptFields:
         """Everything :class:`AttemptFields` holds of attempt ``row`` (its line read again)."""
@@ -102,7 +120,9 @@ def scan_run_columns(path: str | os.PathLike[str]) -> tuple[RunFile, RunColumns]
     sha256 = hashlib.sha256
     digests: list[bytes] = []
     rows: list[tuple[bytes | None, ...]] = []
-    path_group = LINE_PATTERN.groupindex["path"]
+    texts: list[int] = []  # the spans of each line's answer, error and checks, flat
+    span = LINE_PATTERN.groupindex
+    path_group, answer, error, checks = span["path"], span["answer"], span["error"], span["checks"]
     wanted = [LINE_PATTERN.groupindex[name] for name in _COLUMNS]
     for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
         if not data.startswith(indent, start, stop):
@@ -111,13 +131,15 @@ def scan_run_columns(path: str | os.PathLike[str]) -> tuple[RunFile, RunColumns]
         if m is None:
             return None
         rows.append(m.group(*wanted))
+        texts += (*m.span(answer), *m.span(error), *m.span(checks))
         cut, resume = m.span(path_group)
         h = sha256(data[start + len(indent) : cut])
         h.update(data[resume:stop])
         digests.append(h.digest())
     if attempts_digest(d.hex() for d in digests) != head.attempts_digest:
         return None
-    return head, _columns(data, starts + len(indent), stops, rows, digests)
+    spans = np.array(texts, dtype=np.int64).reshape(-1, 3, 2)
+    return head, _columns(data, starts + len(indent), stops, rows, spans, digests)
 
 
 def _byte_offset(data: bytes, char_offset: int) -> int:
@@ -131,16 +153,19 @@ def _numbers(
     values: tuple[bytes | None, ...], dtype: type[np.generic]
 ) -> tuple[NDArray[Any], NDArray[np.bool_]]:
     """The numbers of a column (None: ``null``) and where they are known (0 where not)."""
+    nulls = values.count(None)
+    if nulls == 0:
+        return np.array(values, dtype=np.bytes_).astype(dtype), np.ones(len(values), dtype=bool)
+    if nulls == len(values):
+        return np.zeros(len(values), dtype=dtype), np.zeros(len(values), dtype=bool)
     known = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-    text = np.array(
-        [b"0" if v is None else v for v in values] if not known.all() else values, dtype=np.bytes_
-    )
+    text = np.array([b"0" if v is None else v for v in values], dtype=np.bytes_)
     return text.astype(dtype), known
 
 
 def _flags(values: tuple[bytes | None, ...]) -> NDArray[np.uint8]:
     """The first byte of each value (each value is there)."""
-    return np.frombuffer(b"".join(v[:1] for v in values if v is not None), dtype=np.uint8)
+    return np.array(values, dtype="S1").view(np.uint8)
 
 
 def _columns(
@@ -148,6 +173,7 @@ def _columns(
     starts: NDArray[np.int64],
     stops: NDArray[np.int64],
     rows: list[tuple[bytes | None, ...]],
+    spans: NDArray[np.int64],
     digests: list[bytes],
 ) -> RunColumns:
     sid, index, status, latency, tin, tout, cost, esc, empty, calls, retrieval = zip(*rows, strict=True)
@@ -159,6 +185,7 @@ def _columns(
         data=data,
         starts=starts,
         stops=stops,
+        text_spans=spans,
         scenario_ids=np.array(sid, dtype=np.bytes_),
         index=_numbers(index, np.int64)[0],
         status=_STATUS[_flags(status)],
@@ -173,6 +200,6 @@ def _columns(
         llm_calls_known=llm_calls_known,
         escalated=_flags(esc) == ord("t"),
         empty=_flags(empty) == ord("t"),
-        has_retrieval=np.fromiter((r is not None for r in retrieval), dtype=bool, count=len(retrieval)),
+        has_retrieval=np.array([r is not None for r in retrieval], dtype=bool),
         digests=b"".join(digests),
     )
