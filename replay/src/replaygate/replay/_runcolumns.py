@@ -18,16 +18,13 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from replaygate.replay._attempt_line import LINE_PATTERN, AttemptFields, failed_checks, parse_attempt_line
-from replaygate.replay._bounded import MAX_JSON_BYTES, read_text_bounded
-from replaygate.replay._errors import RunFileError
 from replaygate.replay._runfile import RunFile, attempts_digest
-from replaygate.replay._runscan import INDENT, run_header
+from replaygate.replay._runscan import INDENT, run_bytes
 
 __all__ = ["RunColumns", "scan_run_columns"]
 
@@ -100,15 +97,10 @@ def scan_run_columns(path: str | os.PathLike[str]) -> tuple[RunFile, RunColumns]
     Raises:
         RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
     """
-    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
-    found = run_header(text)
+    found = run_bytes(path)
     if found is None:
         return None
-    head, start_at, _ = found
-    data = text.encode("utf-8")
-    del text
-    begin = _byte_offset(data, start_at)
-    end = len(data) - len(b"\n  ]\n}\n")
+    head, data, begin, end = found
     buf = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(buf[begin:end] == 10) + begin
     starts = np.concatenate([[begin], newlines + 1])
@@ -140,13 +132,6 @@ def scan_run_columns(path: str | os.PathLike[str]) -> tuple[RunFile, RunColumns]
         return None
     spans = np.array(texts, dtype=np.int64).reshape(-1, 3, 2)
     return head, _columns(data, starts + len(indent), stops, rows, spans, digests)
-
-
-def _byte_offset(data: bytes, char_offset: int) -> int:
-    """Where character ``char_offset`` of ``data``'s text starts in its bytes."""
-    if data.isascii():
-        return char_offset
-    return len(data.decode("utf-8")[:char_offset].encode("utf-8"))
 
 
 def _numbers(

@@ -34,7 +34,7 @@ from replaygate.replay._runfile import (
 )
 from replaygate.replay._versioned import version_first
 
-__all__ = ["INDENT", "run_header", "scan_run", "scan_run_fields"]
+__all__ = ["INDENT", "run_bytes", "run_header", "scan_run", "scan_run_fields"]
 
 _CLOSE = "\n  ]\n}\n"
 INDENT = "    "
@@ -57,6 +57,28 @@ def run_header(text: str) -> tuple[RunFile, int, int] | None:
     if not all(json_depth_ok(value, MAX_DEPTH - depth) for value, depth in _free_form(head)):
         return None
     return head, at + len(_ATTEMPTS_OPEN), len(text) - len(_CLOSE)
+
+
+def _read_header(path: str | os.PathLike[str]) -> tuple[str, RunFile, int, int] | None:
+    """The run file's text with :func:`run_header`'s answer (None: not this layout)."""
+    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
+    found = run_header(text)
+    return None if found is None else (text, *found)
+
+
+def run_bytes(path: str | os.PathLike[str]) -> tuple[RunFile, bytes, int, int] | None:
+    """The run without its attempts, the file's bytes and the byte range of its attempt lines (or None).
+
+    Raises:
+        RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
+    """
+    found = _read_header(path)
+    if found is None:
+        return None
+    text, head, start_at, _ = found
+    data = text.encode("utf-8")
+    begin = start_at if data.isascii() else len(text[:start_at].encode("utf-8"))
+    return head, data, begin, len(data) - len(_CLOSE)
 
 
 def _attempt(body: str) -> tuple[Attempt, str] | None:
@@ -85,11 +107,10 @@ def scan_run(path: str | os.PathLike[str], visit: Callable[[Attempt, str], None]
     Raises:
         RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
     """
-    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
-    found = run_header(text)
+    found = _read_header(path)
     if found is None:
         return None
-    head, start, end = found
+    text, head, start, end = found
     digests: list[str] = []
     while start <= end:  # one line at a time: the file's text is the only copy of it in memory
         stop = text.find("\n", start, end)
@@ -121,14 +142,10 @@ def scan_run_fields(
     Raises:
         RunFileError: the file is missing, unreadable, too large or not UTF-8 (as :func:`load_run`).
     """
-    text = read_text_bounded(Path(path), what="run file", error=RunFileError, max_bytes=MAX_JSON_BYTES)
-    found = run_header(text)
+    found = run_bytes(path)
     if found is None:
         return None
-    head, start_at, end_at = found
-    data = text.encode("utf-8")  # positions in bytes from here on (the header is before start_at)
-    start = len(text[:start_at].encode("utf-8"))
-    end = len(data) - len(_CLOSE)
+    head, data, start, end = found
     digests: list[bytes] = []
     indent = INDENT.encode()
     while start <= end:
