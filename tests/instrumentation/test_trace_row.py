@@ -1,17 +1,19 @@
-"""The store's trace-row reader gives exactly the row ``row_summary`` gives, for traces of any dialect and shape.
+"""The store's one-read ingest paths give exactly what the full paths give, for any dialect and shape.
 
 ``trace_row_draft`` (``_store_trace_row``) reads a trace's row straight from its records; the reference is
 ``summary_row_draft``, the same row built from ``row_summary`` (the full normalisation). Hypothesis draws
 traces mixing GenAI semconv, OpenInference and OpenLLMetry attributes, nested and cyclic parents, duplicate
 span ids, errors, empty answers, escalations, streams closed early, failure reasons as tuples or JSON, and
-values of odd types.
+values of odd types. ``transform_row`` (a span to its record and SQL row in one read, the redaction check
+on the row's JSON text) gives ``transform_record``'s record and ``record_to_row``'s row, and that check
+never misses a trigger that the check over the span's strings finds.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from replaygate.instrumentation import SpanRecord
 from replaygate.instrumentation import semconv as sc
@@ -63,6 +65,7 @@ _NAMES = [
     sc.RG_STREAM_CLOSED_EARLY,
     sc.RG_FAILURE_REASONS,
 ]
+_REASONS = ["exception", "empty_answer", "escalation", "explicit", ""]
 _SPECIAL: dict[str, Any] = {
     sc.OPERATION_NAME: st.sampled_from(["invoke_agent", "chat", "execute_tool", "retrieval", "other"]),
     sc.OI_SPAN_KIND: st.sampled_from(["AGENT", "LLM", "TOOL", "RETRIEVER", "chain", "agent"]),
@@ -71,13 +74,17 @@ _SPECIAL: dict[str, Any] = {
     sc.RG_ESCALATION: st.sampled_from([True, False, "true", "TRUE", "no"]),
     sc.RG_STREAM_CLOSED_EARLY: st.sampled_from([True, False, "true"]),
     sc.RG_FAILURE_REASONS: st.one_of(
-        st.lists(st.sampled_from(["exception", "empty_answer", "escalation", "explicit", ""]), max_size=3).map(
-            tuple
-        ),
+        st.lists(
+            st.sampled_from(["exception", "empty_answer", "escalation", "explicit", ""]), max_size=3
+        ).map(tuple),
         st.sampled_from(['["explicit"]', '"exception"', "empty_answer", "[1, 2]"]),
     ),
     sc.INPUT_MESSAGES: st.sampled_from(
-        ['[{"role":"user","parts":[{"type":"text","content":"hi"}]}]', '[{"role":"user","content":"yo"}]', "x"]
+        [
+            '[{"role":"user","parts":[{"type":"text","content":"hi"}]}]',
+            '[{"role":"user","content":"yo"}]',
+            "x",
+        ]
     ),
     sc.OUTPUT_MESSAGES: st.sampled_from(
         ['[{"role":"assistant","parts":[{"type":"text","content":"ok"}]}]', "[]", '{"a": 1}']
@@ -165,3 +172,81 @@ def test_the_common_replaygate_trace() -> None:
     assert row["input_preview"] == "where is my order?" and row["output_preview"] == "tomorrow"
     assert row["llm_calls"] == '[["gpt-4o-mini", "openai", 12, null]]'
     assert row["latency_s"] == 40 / 1e9 and (row["error"], row["empty"], row["escalated"]) == (0, 0, 0)
+
+
+def test_transform_row_is_transform_record_and_its_row() -> None:
+    """The export worker's one-read path gives transform_record's record and count, and its row."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from replaygate.instrumentation import record_to_row
+    from replaygate.instrumentation._redaction import Redactor
+    from replaygate.instrumentation._spancopy import transform_record, transform_row
+
+    provider, memory = TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t")
+    values = [
+        "plain words",
+        "mail help@example.com",
+        "Authorization: Bearer abcdefghijklmnop",
+        "a token with spaces",
+        "sk-abcdefghijklmnopqrstu",
+        "\bbasic abcdefghij",
+        "AKIAABCDEFGHIJKLMNOP",
+        "ghp_" + "a" * 36,
+        "xoxb-1234567890",
+        "TOKEN",
+    ]
+    for i, value in enumerate(values):
+        with tracer.start_as_current_span(f"span {i}") as span:
+            span.set_attributes({"gen_ai.usage.input_tokens": 3, "llm.token_count.prompt": 3, "k": value})
+            span.set_attribute("list", ("x", value))
+            span.add_event("note", {"text": value})
+            if i % 2:
+                span.set_attribute(sc.OPERATION_NAME, "invoke_agent")
+                span.set_attribute(sc.OI_INPUT_VALUE, value)
+    spans = memory.get_finished_spans()
+    assert len(spans) == len(values)
+    for redactor in (Redactor(), Redactor(["ORD-\\d+"]), Redactor(defaults=False)):
+        for capture in (True, False):
+            changed = 0
+            for span in spans:
+                record, row, n = transform_row(span, redactor, capture_content=capture)
+                assert (record, n) == transform_record(span, redactor, capture_content=capture)
+                assert row == record_to_row(record)
+                changed += n > 0
+            if capture and redactor is not None and len(redactor._rules) == 7:
+                assert changed >= 6  # the secrets above were found, not skipped by the check
+
+
+_PIECES = st.sampled_from(
+    ["a", "k", "-", "@", "x", "o", "TOK", "en", "token", "Basic", "bearer", "A", "KIA", "AIza", "gh", "p_"]
+    + ["\b", '"']
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(
+        st.lists(_PIECES, max_size=4).map("".join),
+        st.one_of(st.lists(_PIECES, max_size=6).map("".join), st.integers(), st.floats(allow_nan=False)),
+        max_size=5,
+    )
+)
+@example({"k": "sk-x"})
+@example({"k": "mail@x"})
+@example({"k": "xoxb"})
+@example({"AKIA": 1, "v": "AKIA"})
+@example({"token": "Token"})
+@example({"input_tokens": 1, "v": "ghp_"})
+@example({"basic": "a\bbasic"})
+def test_the_check_on_json_text_never_misses_a_trigger_in_a_value(attributes: dict[str, Any]) -> None:
+    import json
+
+    from replaygate.instrumentation._redaction import may_hold_trigger, may_hold_trigger_in_values
+
+    values = "\n".join(v for v in attributes.values() if isinstance(v, str))
+    encoded = json.dumps(attributes, ensure_ascii=False, separators=(",", ":"))
+    if may_hold_trigger(values):
+        assert may_hold_trigger_in_values(encoded, "\n".join(attributes))

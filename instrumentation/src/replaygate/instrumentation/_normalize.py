@@ -63,6 +63,7 @@ __all__ = [
     "AgentRun",
     "agent_input",
     "agent_output",
+    "attribute_items",
     "attribute_text",
     "first_value",
     "NormalizedSpan",
@@ -801,3 +802,4 @@ first_value = _first
 attribute_text = _text
 agent_input = _agent_input
 agent_output = _agent_output
+attribute_items = _attribute_items
