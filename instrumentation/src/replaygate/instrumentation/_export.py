@@ -83,7 +83,7 @@ class ExportSink:
         redactor: Redactor,
         capture_content: bool,
         resource: Resource | None = None,
-        max_queue_size: int = 2048,
+        max_queue_size: int = 50_000,
         max_batch_size: int = 512,
         schedule_delay_s: float = 1.0,
     ) -> None:
