@@ -25,6 +25,7 @@ from replaygate.instrumentation._records import (
 )
 from replaygate.instrumentation._store_trace_row import (
     TRACE_COLUMNS,
+    draft_row,
     int64,
     json_list,
     preview,
@@ -263,23 +264,23 @@ def summary_row_draft(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tupl
     error = summary.error is not None or "exception" in reasons
     empty = not error and (summary.output is None or not summary.output.strip() or "empty_answer" in reasons)
     calls = [[c.model, c.provider, c.input_tokens, c.output_tokens] for c in summary.llm_calls]
-    row = {
-        "trace_id": summary.trace_id,
-        "start_ns": int64(min(s.start_ns for s in spans)),
-        "end_ns": int64(max(s.end_ns for s in spans)),
-        "session_id": summary.session_id,
-        "user_id": summary.user_id,
-        "agent_name": summary.agent_name,
-        "variant": summary.variant,
-        "config_id": summary.config_id,
-        "input_preview": preview(summary.turns[-1] if summary.turns else None),
-        "output_preview": preview(summary.output),
-        "error": int(error),
-        "empty": int(empty),
-        "escalated": int(summary.escalated or "escalation" in reasons),
-        "latency_s": float(summary.latency_s),
-        "llm_calls": json_list(calls),
-    }
+    row = draft_row(
+        trace_id=summary.trace_id,
+        start_ns=int64(min(s.start_ns for s in spans)),
+        end_ns=int64(max(s.end_ns for s in spans)),
+        session_id=summary.session_id,
+        user_id=summary.user_id,
+        agent_name=summary.agent_name,
+        variant=summary.variant,
+        config_id=summary.config_id,
+        input_preview=preview(summary.turns[-1] if summary.turns else None),
+        output_preview=preview(summary.output),
+        error=int(error),
+        empty=int(empty),
+        escalated=int(summary.escalated or "escalation" in reasons),
+        latency_s=float(summary.latency_s),
+        llm_calls=json_list(calls),
+    )
     return row, reasons
 
 
@@ -306,7 +307,8 @@ class BatchRows:
         self.trace_ids = sorted(by_trace)
         self._drafts: dict[str, tuple[dict[str, Any], tuple[str, ...]] | None] = {}
         for trace_id in self.trace_ids:
-            spans = sorted(by_trace[trace_id].values(), key=lambda s: (s.start_ns, s.end_ns))
+            # In batch order: the row's reader orders the spans itself (a stable sort, so the same order).
+            spans = list(by_trace[trace_id].values())
             self._drafts[trace_id] = _base_row(spans) if any(s.kind == "agent" for s in spans) else None
 
     def rows(

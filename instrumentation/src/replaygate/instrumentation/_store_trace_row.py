@@ -42,6 +42,7 @@ from replaygate.instrumentation._summary import reason_list, true_value
 __all__ = [
     "PREVIEW_CHARS",
     "TRACE_COLUMNS",
+    "draft_row",
     "int64",
     "json_list",
     "preview",
@@ -227,23 +228,23 @@ def trace_row_draft(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[
     output = top[-1].output if top else None
     error = any(a.record.status == "error" for a in top) or "exception" in ordered_reasons_
     empty = not error and (output is None or not output.strip() or "empty_answer" in ordered_reasons_)
-    row = {
-        "trace_id": ordered[0].trace_id,
-        "start_ns": int64(min(s.start_ns for s in spans)),
-        "end_ns": int64(max(s.end_ns for s in spans)),
-        "session_id": session_id,
-        "user_id": user_id,
-        "agent_name": next((a.name for a in named if a.name), None),
-        "variant": _str_or_none(_first_in(preferred, sc.RG_VARIANT)),
-        "config_id": _str_or_none(_first_in(preferred, sc.RG_CONFIG_ID)),
-        "input_preview": preview(turns[-1] if turns else None),
-        "output_preview": preview(output),
-        "error": int(error),
-        "empty": int(empty),
-        "escalated": int(escalated or "escalation" in ordered_reasons_),
-        "latency_s": float(max(0.0, latency_s)),
-        "llm_calls": json_list(calls),
-    }
+    row = draft_row(
+        trace_id=ordered[0].trace_id,
+        start_ns=int64(min(s.start_ns for s in spans)),
+        end_ns=int64(max(s.end_ns for s in spans)),
+        session_id=session_id,
+        user_id=user_id,
+        agent_name=next((a.name for a in named if a.name), None),
+        variant=_str_or_none(_first_in(preferred, sc.RG_VARIANT)),
+        config_id=_str_or_none(_first_in(preferred, sc.RG_CONFIG_ID)),
+        input_preview=preview(turns[-1] if turns else None),
+        output_preview=preview(output),
+        error=int(error),
+        empty=int(empty),
+        escalated=int(escalated or "escalation" in ordered_reasons_),
+        latency_s=float(max(0.0, latency_s)),
+        llm_calls=json_list(calls),
+    )
     return row, ordered_reasons_
 
 
@@ -260,15 +261,58 @@ def _has_agent_ancestor(
     return False
 
 
+def draft_row(
+    *,
+    trace_id: str,
+    start_ns: int,
+    end_ns: int,
+    session_id: str | None,
+    user_id: str | None,
+    agent_name: str | None,
+    variant: str | None,
+    config_id: str | None,
+    input_preview: str | None,
+    output_preview: str | None,
+    error: int,
+    empty: int,
+    escalated: int,
+    latency_s: float,
+    llm_calls: str,
+) -> dict[str, Any]:
+    """A trace row before its feedback, its keys in ``TRACE_COLUMNS`` order (the feedback's left at 0)."""
+    return {
+        "trace_id": trace_id,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "session_id": session_id,
+        "user_id": user_id,
+        "agent_name": agent_name,
+        "variant": variant,
+        "config_id": config_id,
+        "input_preview": input_preview,
+        "output_preview": output_preview,
+        "failure": 0,
+        "failure_reasons": "[]",
+        "updated_ns": 0,
+        "error": error,
+        "empty": empty,
+        "escalated": escalated,
+        "negative_feedback": 0,
+        "latency_s": latency_s,
+        "llm_calls": llm_calls,
+    }
+
+
 def with_scores(row: dict[str, Any], reasons: tuple[str, ...], scores: Iterable[float]) -> dict[str, Any]:
-    """The row with its feedback applied (a negative score adds ``negative_feedback``), in column order."""
+    """The row with its feedback applied (a negative score adds ``negative_feedback``), in column order.
+
+    ``row`` is a :func:`draft_row` (its keys already in column order, which the copy keeps).
+    """
     if any(score < 0 for score in scores) and "negative_feedback" not in reasons:
         reasons = ordered_reasons((*reasons, "negative_feedback"))
-    full = {
-        **row,
-        "failure": 1 if reasons else 0,
-        "failure_reasons": json_list(list(reasons)),
-        "updated_ns": time.time_ns(),
-        "negative_feedback": int("negative_feedback" in reasons),
-    }
-    return {column: full[column] for column in TRACE_COLUMNS}
+    full = row.copy()
+    full["failure"] = 1 if reasons else 0
+    full["failure_reasons"] = json_list(list(reasons))
+    full["updated_ns"] = time.time_ns()
+    full["negative_feedback"] = int("negative_feedback" in reasons)
+    return full
