@@ -110,12 +110,21 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+_SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
+
+
 def _attributes(items: Sequence[KeyValue]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    scalars = _SCALARS
     for kv in items:
-        value = _value(kv.value)
-        if value is not None:
-            out[kv.key] = value
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which in scalars:  # most attributes: read here, without _value's call
+            out[kv.key] = getattr(value, which)
+        elif which is not None:
+            decoded = _value(value)
+            if decoded is not None:
+                out[kv.key] = decoded
     return out
 
 
