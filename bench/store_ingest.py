@@ -450,6 +450,14 @@ def main() -> None:
     )
     for line in verdicts(rows):
         print(line)
+    from replaygate.instrumentation import resolve_settings
+
+    default_queue = resolve_settings(env={}).max_queue_size
+    per_span = _queue_bytes_per_span()
+    print(
+        f"queue: the default holds {default_queue:,} spans per exporter; one queued span of this agent "
+        f"holds {per_span:,.0f} bytes, so a full queue {per_span * default_queue / 2**20:,.0f} MiB"
+    )
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (uptime)")
 
 
