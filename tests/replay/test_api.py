@@ -20,6 +20,9 @@ EXPECTED = {
     "call_cost",
     "compute_measures",
     "guardrail_measures",
+    "guardrail_measures_columns",
+    "measure_columns",
+    "MeasureColumns",
     "percentile",
     "scored_attempts",
     # runner, targets, journal, shards, fingerprint, summary

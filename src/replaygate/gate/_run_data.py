@@ -14,7 +14,6 @@ are kept (:mod:`._integrity` checks the plan and the journal on them).
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 from array import array
@@ -24,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 from replaygate.replay import (
     Attempt,
     AttemptFields,
+    MeasureColumns,
     Measures,
     RunColumns,
     RunFile,
@@ -141,40 +142,28 @@ class _Columns:
         out.flags = bytearray(flags.tobytes())
         return out
 
-    def rows(self, places: list[int]) -> list[MeasuredAttempt]:
-        """:meth:`row` of each of ``places`` (the same values), made from whole columns at once."""
-        if not places:
-            return []
+    def measure_columns(self, places: list[int]) -> MeasureColumns:
+        """The status and measures of the attempts at ``places``, as arrays (the values :meth:`row` gives)."""
         at = np.asarray(places, dtype=np.intp)
-        flags = np.frombuffer(bytes(self.flags), dtype=np.uint8)[at]
 
-        def column(values: array[float] | array[int], dtype: str, bit: int | None) -> list[Any]:
-            picked = np.frombuffer(values, dtype=dtype)[at]
-            if bit is None:
-                return list(picked.tolist())
-            known = (flags & bit) != 0
-            out: list[Any] = picked.tolist()
-            if not known.all():
-                for i in np.flatnonzero(~known).tolist():
-                    out[i] = None
-            return out
+        def column(values: bytearray | array[float] | array[int], dtype: str) -> NDArray[Any]:
+            whole = np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
+            return whole[at]
 
-        measures = map(
-            functools.partial(tuple.__new__, AttemptMeasures),  # no Python call per attempt
-            zip(
-                column(self.latency, "d", None),
-                column(self.tokens_in, "q", 8),
-                column(self.tokens_out, "q", 16),
-                column(self.cost, "d", 4),
-                ((flags & 1) != 0).tolist(),
-                ((flags & 2) != 0).tolist(),
-                column(self.llm_calls, "q", 32),
-                strict=True,
-            ),
-        )
-        statuses = [_STATUSES[c] for c in np.frombuffer(bytes(self.status), dtype=np.uint8)[at].tolist()]
-        return list(
-            map(functools.partial(tuple.__new__, MeasuredAttempt), zip(statuses, measures, strict=True))
+        flags = column(self.flags, "u1")
+        return MeasureColumns(
+            status=column(self.status, "u1"),
+            latency_s=column(self.latency, "d"),
+            input_tokens=column(self.tokens_in, "q"),
+            input_tokens_known=(flags & 8) != 0,
+            output_tokens=column(self.tokens_out, "q"),
+            output_tokens_known=(flags & 16) != 0,
+            cost_usd=column(self.cost, "d"),
+            cost_usd_known=(flags & 4) != 0,
+            llm_calls=column(self.llm_calls, "q"),
+            llm_calls_known=(flags & 32) != 0,
+            escalated=(flags & 1) != 0,
+            empty=(flags & 2) != 0,
         )
 
     def row(self, i: int) -> MeasuredAttempt:
@@ -401,10 +390,10 @@ class RunData:
         data = self.scenarios.get(sid)
         return [self.columns.row(i) for i in data.positions] if data is not None else []
 
-    def rows_of(self, sids: Iterable[str]) -> list[MeasuredAttempt]:
-        """``rows(sid)`` of each of ``sids``, one after the other (built column by column, not row by row)."""
+    def measure_columns(self, sids: Iterable[str]) -> MeasureColumns:
+        """The status and measures of each attempt of each of ``sids`` (in index order), as arrays."""
         places = [i for sid in sids if (data := self.scenarios.get(sid)) is not None for i in data.positions]
-        return self.columns.rows(places)
+        return self.columns.measure_columns(places)
 
     @property
     def run_id(self) -> str:
