@@ -153,6 +153,7 @@ EXPECTED = {
     "read_journal_fingerprint",
     "read_text_bounded",
     "restore_journal",
+    "scenario_file_names",
     "scenario_files",
     "suite_hash_of",
     "validation_summary",
