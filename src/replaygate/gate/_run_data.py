@@ -254,58 +254,74 @@ class _Gather:
         )
 
 
-def _scenario_of(c: RunColumns, rows: list[int]) -> ScenarioData:
-    """One scenario's :class:`ScenarioData` from its rows in index order (as :meth:`_Gather.done` does)."""
-    status = c.status[rows].tolist()
-    errors: list[str] = []
-    details: list[str] = []
-    metrics: dict[str, list[float]] = {}
-    answer: str | None = None
-    fail_answer: str | None = None
-    have_answer = have_fail_answer = False
-    for row, code in zip(rows, status, strict=True):
-        if code == 0 and have_answer and not c.has_retrieval[row]:
-            continue  # a pass with no scores: nothing more of it is kept
-        text = c.answer(row)
-        if text is not None:
-            if not have_answer:
-                answer, have_answer = text[:_ANSWER_CAP], True
-            if code == 1 and not have_fail_answer:
-                fail_answer, have_fail_answer = text[:_ANSWER_CAP], True
-        if code == 2:
-            errors.append(c.error(row) or "error (no message)")
-            continue
-        if c.has_retrieval[row]:
-            for name, value in _scores(c.fields(row)):
-                metrics.setdefault(name, []).append(value)
-        if code == 1:
-            details.extend(_check_detail(name, detail) for name, detail in c.failed_checks(row))
-    return ScenarioData(
-        attempts=len(rows),
-        passed=status.count(0),
-        failed=status.count(1),
-        errors=len(errors),
-        error_messages=list(dict.fromkeys(errors))[:3],
-        failure_details=list(dict.fromkeys(details))[:5],
-        sample_answer=fail_answer if have_fail_answer else answer,
-        metrics=metrics,
-        positions=rows,
-    )
+def _first_of_each(mask: NDArray[np.bool_], grouped: NDArray[np.intp], groups: int) -> list[int]:
+    """Per group, the first position (of ``grouped``, sorted by group) where ``mask`` holds; -1: none."""
+    at = np.flatnonzero(mask)
+    found, first = np.unique(grouped[at], return_index=True)
+    out = np.full(groups, -1, dtype=np.int64)
+    out[found] = at[first]
+    return list(out.tolist())
 
 
 def _of_columns(head: RunFile, c: RunColumns) -> RunData:
-    """The :class:`RunData` of a run read as columns (what the reducer gathers from its attempts)."""
+    """The :class:`RunData` of a run read as columns (what the reducer gathers from its attempts).
+
+    Each scenario's rows in index order (file order among equal indexes); what a pass with no scores
+    holds beyond its answer is never read, so only the first answer, the failures, the errors and the
+    scored rows are visited, each scenario's counts and first answers found for all of them at once.
+    """
     ids, first, code = np.unique(c.scenario_ids, return_index=True, return_inverse=True)
     names = [i.decode("utf-8") for i in ids.tolist()]
     code = code.reshape(-1)
     order = np.lexsort((np.arange(len(c)), c.index, code))  # by scenario, then index, then file order
-    bounds = np.flatnonzero(np.diff(code[order])) + 1
-    groups = dict(
-        zip(code[order][np.concatenate([[0], bounds])].tolist(), np.split(order, bounds), strict=True)
-    )
-    scenarios = {
-        names[g]: _scenario_of(c, groups[g].tolist()) for g in np.argsort(first, kind="stable").tolist()
-    }
+    grouped = code[order]  # the groups are the codes 0..len(ids)-1, each a run of ``order``
+    groups = len(ids)
+    cuts = np.searchsorted(grouped, np.arange(groups + 1)).tolist()
+    status = c.status[order]
+    passed = np.bincount(grouped[status == 0], minlength=groups).tolist()
+    failed = np.bincount(grouped[status == 1], minlength=groups).tolist()
+    answered = c.text_spans[order, 0, 0] >= 0
+    first_answer = _first_of_each(answered, grouped, groups)
+    first_fail_answer = _first_of_each(answered & (status == 1), grouped, groups)
+    scored = c.has_retrieval[order]
+    special = np.flatnonzero((status != 0) | scored)  # failures, errors and rows with scores
+    special_cuts = np.searchsorted(grouped[special], np.arange(groups + 1)).tolist()
+    special_l = special.tolist()
+    order_l, status_l, scored_l = order.tolist(), status.tolist(), scored.tolist()
+
+    def text(at: int) -> str | None:
+        answer = c.answer(order_l[at]) if at >= 0 else None
+        return answer[:_ANSWER_CAP] if answer is not None else None
+
+    def scenario(g: int) -> ScenarioData:
+        errors: list[str] = []
+        details: list[str] = []
+        metrics: dict[str, list[float]] = {}
+        for at in special_l[special_cuts[g] : special_cuts[g + 1]]:
+            row, status_code = order_l[at], status_l[at]
+            if status_code == 2:
+                errors.append(c.error(row) or "error (no message)")
+                continue
+            if scored_l[at]:
+                for name, value in _scores(c.fields(row)):
+                    metrics.setdefault(name, []).append(value)
+            if status_code == 1:
+                details.extend(_check_detail(name, detail) for name, detail in c.failed_checks(row))
+        rows = order_l[cuts[g] : cuts[g + 1]]
+        fail_at = first_fail_answer[g]
+        return ScenarioData(
+            attempts=len(rows),
+            passed=passed[g],
+            failed=failed[g],
+            errors=len(errors),
+            error_messages=list(dict.fromkeys(errors))[:3],
+            failure_details=list(dict.fromkeys(details))[:5],
+            sample_answer=text(fail_at) if fail_at >= 0 else text(first_answer[g]),
+            metrics=metrics,
+            positions=rows,
+        )
+
+    scenarios = {names[g]: scenario(g) for g in np.argsort(first, kind="stable").tolist()}
     indexes = array("q")
     indexes.frombytes(c.index.astype(np.int64).tobytes())
     sids = [names[i] for i in code.tolist()]
