@@ -18,7 +18,8 @@ Rows, each with its target and the ratio to it:
 - ``gate`` on 5,000 scenarios x k=10 with a second baseline (the noise floor): the whole ``replaygate gate``
   command (imports, reading the three run files, gating, writing the four reports) as the only child of
   a process of its own, its wall time, CPU time and peak memory (``RUSAGE_CHILDREN``), after one
-  warm-up run that caches its bytecode (as the CLI rows do);
+  warm-up run that caches its bytecode (as the CLI rows do), then the same work in-process stage by stage
+  (imports, reading, gating, reports: CPU seconds of each);
 - ``import replaygate.instrumentation`` against ``import opentelemetry.sdk.trace``, each in fresh
   interpreters with their bytecode cached (as installed packages have it; one warm-up import first),
   interleaved, median of several (and the import plus the first ``@trace_agent``, which loads wrapt).
@@ -372,6 +373,34 @@ def _gate_child(folder: str) -> None:
     )
 
 
+def _gate_stages(folder: str) -> None:
+    """The gate's stages in-process, in a fresh interpreter: CPU seconds of each (one JSON line)."""
+    t0 = time.process_time()
+    from replaygate.replay import old_objects_frozen
+
+    import replaygate.cli._gate as cli_gate
+    import replaygate.cli._main  # noqa: F401 - what the command imports before it runs
+    from replaygate.gate import gate_runs, load_policy, load_run_data
+    from replaygate.report import write_reports
+
+    d = Path(folder)
+    out: dict[str, float] = {"imports": time.process_time() - t0}
+    t = time.process_time()
+    policy = load_policy(str(d / "policy.yaml"))
+    runs = [load_run_data(str(d / f"{name}.json")) for name in ("base2", "head", "base")]
+    out["reading the three run files"] = time.process_time() - t
+    t = time.process_time()
+    paths = (str(d / "base.json"), str(d / "head.json"), str(d / "base2.json"))
+    with old_objects_frozen():
+        report = gate_runs(policy, runs[2], runs[1], runs[0], paths=paths)
+    report = cli_gate._judge_agreement(report, policy, runs[1].judged_run(), paths[:2])
+    out["gating (integrity, statistics, guardrails)"] = time.process_time() - t
+    t = time.process_time()
+    write_reports(report, d / "report-stages", ["md", "html", "json", "junit"])
+    out["writing the four reports"] = time.process_time() - t
+    print(json.dumps(out))
+
+
 def bench_gate(tmp: Path, n: int) -> None:
     import numpy as np
     from replaygate.replay import save_run
@@ -406,6 +435,12 @@ def bench_gate(tmp: Path, n: int) -> None:
         f"CPU {got['cpu']:.2f} s ({got['cpu'] / 5:.2f}x of 5 s); peak {got['peak_mib']:.0f} MiB "
         f"({got['peak_mib'] / 300:.2f}x of 300 MiB); outcome {got['outcome']}; {_load()}",
     )
+    stages = [sys.executable, __file__, "--gate-stages", str(d)]
+    staged = subprocess.run(stages, capture_output=True, text=True, timeout=1800, env=env)
+    if staged.returncode == 0:
+        print("   the same work in-process, stage by stage (CPU seconds):")
+        for stage, cpu in json.loads(staged.stdout.strip().splitlines()[-1]).items():
+            print(f"     {stage:44s} {cpu:6.3f} s")
 
 
 def bench_import(rounds: int, tmp: Path) -> None:
@@ -446,9 +481,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 and 2,000 only; gate on 2,000")
     parser.add_argument("--gate-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--gate-stages", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.gate_child:
         _gate_child(args.gate_child)
+        return 0
+    if args.gate_stages:
+        _gate_stages(args.gate_stages)
         return 0
     sizes = [200, 2000] if args.quick else [200, 2000, 10000]
     with tempfile.TemporaryDirectory() as name:
