@@ -90,6 +90,7 @@ class _Loop:
             run_id=plan.run_id,
             artifacts=self.artifacts,
             simulator=plan.simulator,
+            texts=plan.writer.texts,
         )
         self.results: list[Attempt] = list(plan.done)
         self.finished_now: list[Attempt] = []
