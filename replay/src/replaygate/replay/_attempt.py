@@ -30,6 +30,7 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
+from replaygate.replay._plain_models import attempt as plain_attempt
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -508,7 +509,7 @@ class AttemptRunner:
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
             # already of the right class are not validated again, so this costs no more than
             # ``model_construct``.)
-            attempt = Attempt(
+            attempt = plain_attempt(
                 status=status,
                 error=outcome.error,
                 answer=output.answer,
