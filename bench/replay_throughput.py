@@ -25,8 +25,8 @@ how long a thread whose call returned may wait for the GIL while another thread 
 it, so comparing 0.005 with 0.0005 on a quiet machine shows how much of the gap to the ideal is that
 hand-over (with 50 calls returning together, each may wait for the event loop's scoring).
 
-``--floor`` runs the same attempts with nothing of replaygate but its thread pool: worker coroutines (an
-async target) or self-serving daemon threads polled every millisecond (a sync target) calling the target
+``--floor`` runs the same attempts with nothing of replaygate: worker coroutines (an async target) or
+self-serving daemon threads polled every millisecond (a sync target, as the runner does) calling the target
 and a trivial check, results as tuples. Its wall against the ideal and its CPU per attempt are the floor
 any runner on asyncio reaches on this machine (with ``--sleep-ms 0``: the CPU floor of an attempt).
 
@@ -52,7 +52,6 @@ from typing import Any
 
 from replaygate.instrumentation import load_prices
 from replaygate.replay import Scenario, run_suite
-from replaygate.replay._daemon_pool import DaemonThreadPool  # the floor uses the runner's own pool
 
 SLEEP_S = 0.020
 _sleep_s = [SLEEP_S]  # --sleep-ms
@@ -208,9 +207,8 @@ def _floor_sync(todo: collections.deque[tuple[str, list[str], int]], concurrency
     async def main() -> None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        pool = DaemonThreadPool(concurrency)
-        for _ in range(live[0]):
-            pool.spawn(serve)
+        for n in range(live[0]):  # daemon threads, as the runner's own pool starts them
+            threading.Thread(target=serve, name=f"floor-target-{n}", daemon=True).start()
 
         def poll() -> None:
             with lock:
@@ -226,7 +224,6 @@ def _floor_sync(todo: collections.deque[tuple[str, list[str], int]], concurrency
 
         loop.call_later(0.001, poll)
         await done
-        pool.shutdown()
 
     asyncio.run(main())
     return results
