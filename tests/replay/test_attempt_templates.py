@@ -5,14 +5,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pydantic_core
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from replaygate.instrumentation import SpanRecord
 from replaygate.replay import read_artifacts, run_suite
 from replaygate.replay._artifacts import Artifact
-from replaygate.replay._attempt_templates import KeptJson, copy_kept, float_json, root_only_record
+from replaygate.replay._attempt_templates import KeptJson, copy_kept, root_only_record
 from replaygate.replay._json_template import JsonTemplate
 from replaygate.replay._runfile import Attempt, CheckResult, Measures, RetrievalScores
 from replaygate.replay._target_types import TargetOutput
@@ -22,7 +21,7 @@ from tests.conftest import make_scenario
 # Text that may look like the templates' anchors, JSON syntax, escapes and non-ASCII.
 _pieces = ['"', "\\", "\x01", "\n", "é", "😀", ',"index":', '"trace_id":', "3141", "a", ","]
 tricky = st.lists(st.sampled_from(_pieces), max_size=8).map("".join)
-latencies = st.floats(0, allow_nan=False) | st.sampled_from([0.0, 1e-7, 1.5e-5, 2718281.828125, 1e16])
+latencies = st.floats(0, 1e6, allow_nan=False) | st.sampled_from([0.0, 1e-7, 1.5e-5, 2718281.828125, 1e16])
 ids = st.text(alphabet="0123456789abcdef", min_size=32, max_size=32)
 
 
@@ -82,8 +81,7 @@ def test_copies_json_is_model_dump_json(
         copy = copy_kept(kept, *values)
         text = made.attempt_json(copy)
         assert text is None or text == copy.model_dump_json()
-    if copies[0][4] != float("inf"):  # an anchor cannot hide in a string: a template is always made
-        assert made.attempt is not None
+    assert made.attempt is not None  # an anchor cannot hide in a string: a template is always made
 
 
 def _record(trace_id: str, span_id: str, start: int, end: int, sid: str, index: int) -> SpanRecord:
@@ -203,18 +201,3 @@ def test_run_file_journal_and_artifacts_equal_the_serializers(tmp_path: Path, ar
             data["spans"] = [SpanRecord(**{**s, "events": tuple(s["events"])}) for s in data["spans"]]
             assert Artifact(**data).line() == line
         assert len(read_artifacts(path)) == 17
-
-
-@settings(max_examples=2000, deadline=None)
-@given(
-    st.floats()
-    | st.sampled_from([1e-5, 1.5e-5, 9.99e-5, 1e-4, 1e-6, 1e16, 1.5e16, 9.9e15, -1.5e-5, -0.0, 5e-324])
-)
-def test_float_json_is_the_serializers(value: float) -> None:
-    made = float_json(value)
-    if made is None:  # not a finite float: left to the serializer
-        assert value != value or abs(value) == float("inf")
-        return
-    assert made == pydantic_core.to_json(value).decode()
-    dumped = Measures(latency_s=value).model_dump_json()
-    assert dumped.startswith('{"latency_s":' + made + ",")

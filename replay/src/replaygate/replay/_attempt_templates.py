@@ -23,9 +23,7 @@ from replaygate.replay._json_template import JsonTemplate
 from replaygate.replay._model_copy import replaced
 from replaygate.replay._runfile import Attempt
 
-__all__ = ["KeptJson", "copy_kept", "float_json", "root_only_record"]
-
-_INF = float("inf")
+__all__ = ["KeptJson", "copy_kept", "root_only_record"]
 
 _SCENARIO_KEY, _INDEX_KEY = "replaygate.scenario.id", "replaygate.attempt.index"
 assert frozenset((_SCENARIO_KEY, _INDEX_KEY)) == ROOT_KEYS
@@ -51,34 +49,6 @@ _ARTIFACT_PLACES = (
 
 def _json(value: Any) -> str:
     return pydantic_core.to_json(value).decode("utf-8")
-
-
-def _str_json(text: str | None) -> str:
-    """``_json(text)`` for a string: quoted as it is when nothing in it is escaped (printable ASCII)."""
-    if text is None:
-        return "null"
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'
-    return _json(text)
-
-
-def float_json(value: float) -> str | None:
-    """A finite float's JSON as the serializer writes it, from ``repr`` (None for anything else).
-
-    Both write the shortest digits that round-trip; they differ only in layout: Python writes
-    ``1.5e-05`` and ``1e-06``, the serializer ``0.000015`` (exponent -5) and ``1e-6``.
-    """
-    if type(value) is not float or value != value or value in (_INF, -_INF):
-        return None
-    text = repr(value)
-    if "e" not in text:
-        return text
-    mantissa, _, exponent = text.partition("e")
-    power = int(exponent)
-    if power == -5:
-        sign = "-" if mantissa.startswith("-") else ""
-        return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
-    return f"{mantissa}e{power:+d}" if power > 0 else f"{mantissa}e{power}"
 
 
 def copy_kept(
@@ -113,14 +83,14 @@ def root_only_record(spans: Sequence[Any], scenario_id: str, index: int) -> Span
     return root
 
 
-def _attempt_values(a: Attempt) -> list[str | None]:
+def _attempt_values(a: Attempt) -> list[str]:
     latency, path = a.measures.latency_s, a.artifact_path
-    return [str(a.index), float_json(latency), _str_json(a.trace_id), _str_json(path), _str_json(a.started)]
+    return [str(a.index), _json(latency), _json(a.trace_id), _json(path), _json(a.started)]
 
 
 def _artifact_values(index: int, record: SpanRecord) -> list[str]:
-    i, trace = str(index), _str_json(record.trace_id)
-    return [i, trace, trace, _str_json(record.span_id), str(record.start_ns), str(record.end_ns), i]
+    i, trace = str(index), _json(record.trace_id)
+    return [i, trace, trace, _json(record.span_id), str(record.start_ns), str(record.end_ns), i]
 
 
 class KeptJson:
@@ -135,11 +105,8 @@ class KeptJson:
     def __init__(self, copy: Attempt, record: SpanRecord | None, output: Any) -> None:
         """Make the templates from a copy of the kept score and its root-only record (None: no artifact)."""
         self.first_text = copy.model_dump_json()
-        values = _attempt_values(copy)
-        self.attempt = None
-        if None not in values:  # a latency that is not a finite float: serialized
-            places = [(anchor, value or "") for anchor, value in zip(_ATTEMPT_PLACES, values, strict=True)]
-            self.attempt = JsonTemplate.cut(self.first_text, places)
+        places = list(zip(_ATTEMPT_PLACES, _attempt_values(copy), strict=True))
+        self.attempt = JsonTemplate.cut(self.first_text, places)
         self.artifact: JsonTemplate | None = None
         self.first_line: bytes | None = None
         if record is None or output is None or output.messages or output.conversation:
@@ -160,10 +127,7 @@ class KeptJson:
 
     def attempt_json(self, attempt: Attempt) -> str | None:
         """A copy's ``model_dump_json()`` (None without a template)."""
-        if self.attempt is None:
-            return None
-        values = _attempt_values(attempt)
-        return None if None in values else self.attempt.fill(values)  # type: ignore[arg-type]
+        return None if self.attempt is None else self.attempt.fill(_attempt_values(attempt))
 
     def artifact_line(self, index: int, record: SpanRecord) -> bytes | None:
         """A copy's ``Artifact.line()`` from its root-only record (None without a template)."""
