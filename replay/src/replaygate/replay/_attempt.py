@@ -30,7 +30,6 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
-from replaygate.replay._plain_models import attempt as plain_attempt
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -509,7 +508,7 @@ class AttemptRunner:
             # Validated: a scorer's output that is not the run file's shape is a scoring error. (Models
             # already of the right class are not validated again, so this costs no more than
             # ``model_construct``.)
-            attempt = plain_attempt(
+            attempt = Attempt(
                 status=status,
                 error=outcome.error,
                 answer=output.answer,

@@ -86,9 +86,7 @@ class AttemptSpan(NonRecordingSpan):
 
     def __init__(self, attributes: Mapping[str, Any]) -> None:
         trace_id, span_id = _new_id(128), _new_id(64)
-        # The SpanContext is made when something asks for it (a child span starting): most targets never do.
-        self._context: SpanContext | None = None  # type: ignore[assignment]
-        self.span_number = span_id
+        super().__init__(SpanContext(trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
         self.trace_id = format(trace_id, "032x")
         """The attempt's trace id, 32 lowercase hex digits."""
         self.trace_number = trace_id  # the same id as a number (the capture routing's key)
@@ -122,15 +120,7 @@ class AttemptSpan(NonRecordingSpan):
 
     def get_span_context(self) -> SpanContext:
         self.asked = True
-        context = self._context
-        if context is None:
-            context = self._context = SpanContext(
-                self.trace_number, self.span_number, is_remote=False, trace_flags=_SAMPLED
-            )
-        return context
-
-    def __repr__(self) -> str:
-        return f"AttemptSpan(trace_id={self.trace_id}, span_id={self.span_id})"
+        return super().get_span_context()
 
     def is_recording(self) -> bool:
         return self.end_ns is None

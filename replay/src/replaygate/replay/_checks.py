@@ -23,7 +23,6 @@ from typing import Any
 from replaygate.instrumentation import TraceSummary
 from replaygate.replay import _scenario_checks as spec
 from replaygate.replay._measures import is_empty_answer
-from replaygate.replay._plain_models import check_result
 from replaygate.replay._regex import CheckBudgetError
 from replaygate.replay._runfile import CheckResult
 from replaygate.replay._scenario_checks import Check
@@ -309,7 +308,7 @@ def run_check(check: Check, ctx: CheckContext, name: str | None = None) -> Check
         passed, detail = runner(check, ctx)
     except CheckBudgetError as exc:  # the attempt becomes an error, naming the check
         raise CheckBudgetError(f"check {name}: {exc}") from None
-    return check_result(name, passed, detail)
+    return CheckResult(name=name, passed=passed, detail=detail)
 
 
 def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckResult]:
@@ -317,9 +316,9 @@ def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckResult]:
     results: list[CheckResult] = []
     if not ctx.allow_empty:
         results.append(
-            check_result("non_empty", False, "the answer is empty")
+            CheckResult(name="non_empty", passed=False, detail="the answer is empty")
             if ctx.empty
-            else check_result("non_empty", True, f"{len(ctx.answer)} characters")
+            else CheckResult(name="non_empty", passed=True, detail=f"{len(ctx.answer)} characters")
         )
     seen: dict[str, int] = {}
     for check in checks:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from replaygate.instrumentation import LlmCall, TraceSummary, call_cost
-from replaygate.replay._plain_models import measures as plain_measures
 from replaygate.replay._runfile import Measures
 
 __all__ = [
@@ -155,7 +154,7 @@ def compute_measures(
         in_tokens = _tokens(summary.input_tokens, [c.input_tokens for c in calls])
         out_tokens = _tokens(summary.output_tokens, [c.output_tokens for c in calls])
         cost = total_cost(calls)
-    return plain_measures(
+    return Measures(
         latency_s=latency_s,
         input_tokens=in_tokens,
         output_tokens=out_tokens,
