@@ -40,7 +40,6 @@ __all__ = [
     "ARTIFACTS_FILE",
     "ARTIFACTS_FORMAT_VERSION",
     "Artifact",
-    "ArtifactLine",
     "ArtifactWriter",
     "artifacts_path",
     "read_artifacts",
@@ -80,15 +79,6 @@ class Artifact:
     def line(self) -> bytes:
         """Return the artifact as a JSON line (UTF-8, ending with a newline); unknown values become text."""
         return pydantic_core.to_json(self, fallback=str) + b"\n"
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactLine:
-    """An artifact already serialized (its :meth:`Artifact.line`, made from a template by the runner)."""
-
-    scenario_id: str
-    index: int
-    data: bytes
 
 
 _NEXT = b'},{"scenario_id":'
@@ -210,7 +200,7 @@ class ArtifactWriter:
             self._good = os.fstat(self._fd).st_size
         except Exception as exc:  # best-effort: the run goes on without artifacts
             log.warning("could not open the artifacts file %s: %s; attempts will have no artifact", path, exc)
-        self._pending: list[Artifact | ArtifactLine] = []
+        self._pending: list[Artifact] = []
         self._stopping = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="replaygate-artifacts", daemon=True)
@@ -220,13 +210,6 @@ class ArtifactWriter:
     def usable(self) -> bool:
         """Whether the file could be opened (when not, every attempt's ``artifact_path`` is None)."""
         return self._fd is not None
-
-    def submit_line(self, line: ArtifactLine) -> str | None:
-        """:meth:`submit` for an artifact already serialized."""
-        if self._fd is None:
-            return None
-        self._pending.append(line)
-        return str(self.path)
 
     def submit(self, artifact: Artifact) -> str | None:
         """Hold one attempt's artifact for the next :meth:`flush`; return the artifacts file's path.
@@ -245,15 +228,11 @@ class ArtifactWriter:
             self._queue.put(self._pending)
             self._pending = []
 
-    def _write(self, items: list[Artifact | ArtifactLine]) -> None:
+    def _write(self, items: list[Artifact]) -> None:
         assert self._fd is not None
-        made = [a for a in items if isinstance(a, Artifact)]
-        together = _lines(made) if len(made) == len(items) else None
+        together = _lines(items)
         if together is not None:
             lines, keys = together, [(a.scenario_id, a.index) for a in items]
-        elif not made:
-            lines = [a.data for a in items if isinstance(a, ArtifactLine)]
-            keys = [(a.scenario_id, a.index) for a in items]
         else:
             lines, keys = self._each(items)
         data = b"".join(lines)
@@ -268,14 +247,14 @@ class ArtifactWriter:
             except OSError:
                 pass
 
-    def _each(self, items: list[Artifact | ArtifactLine]) -> tuple[list[bytes], list[_Key]]:
+    def _each(self, items: list[Artifact]) -> tuple[list[bytes], list[_Key]]:
         """Each artifact's line on its own: one that cannot be serialized costs that artifact only."""
         lines: list[bytes] = []
         keys: list[_Key] = []
         for artifact in items:
             key = (artifact.scenario_id, artifact.index)
             try:
-                lines.append(artifact.data if isinstance(artifact, ArtifactLine) else artifact.line())
+                lines.append(artifact.line())
                 keys.append(key)
             except Exception as exc:  # an unserializable value costs this artifact only
                 log.warning("could not write the artifact of %s#%d: %s", *key, exc)
@@ -285,7 +264,7 @@ class ArtifactWriter:
     def _run(self) -> None:
         stop = False
         while not stop:
-            items: list[Artifact | ArtifactLine]
+            items: list[Artifact]
             items, stop = next_batch(self._queue)
             if items:
                 try:

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from replaygate.instrumentation import TraceSummary, summarize_spans
-from replaygate.replay._artifacts import Artifact, ArtifactLine, ArtifactWriter
+from replaygate.replay._artifacts import Artifact, ArtifactWriter
 from replaygate.replay._attempt_summary import AttemptSummaries, RootKey
-from replaygate.replay._attempt_templates import KeptJson, copy_kept, root_only_record
 from replaygate.replay._capture import AttemptSpan, Capture
 from replaygate.replay._deadlines import Deadlines
 from replaygate.replay._errors import TargetError
@@ -30,6 +29,7 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
+from replaygate.replay._model_copy import replaced
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -135,8 +135,22 @@ class _Split:
     last: Scenario
     by_turn: list[Check]
     scores: dict[tuple[RootKey, str, str | None], Attempt] | None
-    json: dict[tuple[RootKey, str, str | None], KeptJson] = field(default_factory=dict)
-    """The templates of each kept score's copies (made at its first copy)."""
+
+
+def _copy_kept(
+    kept: Attempt, index: int, trace_id: str, started: str, artifact_path: str | None, latency_s: float
+) -> Attempt:
+    """A kept score (see :class:`_Split`) with this attempt's own index, trace, start, path and latency."""
+    return replaced(
+        kept,
+        {
+            "index": index,
+            "trace_id": trace_id,
+            "started": started,
+            "artifact_path": artifact_path,
+            "measures": replaced(kept.measures, {"latency_s": latency_s}),
+        },
+    )
 
 
 #: What a blocking call returns from its thread: the flight, the output or error, the latency.
@@ -172,7 +186,6 @@ class AttemptRunner:
         run_id: str,
         artifacts: ArtifactWriter | None,
         simulator: Simulator | None = None,
-        texts: dict[int, tuple[Attempt, str]] | None = None,
     ) -> None:
         self.target = target
         self.config = dict(config)
@@ -191,8 +204,6 @@ class AttemptRunner:
         self._summaries = AttemptSummaries()
         self._split: dict[int, _Split] = {}
         self._artifact_path = str(artifacts.path) if artifacts is not None and artifacts.usable else None
-        #: The JSON of attempts copied from a kept score, for the journal (``JournalWriter.texts``).
-        self.texts = texts
         # The built-in scorer awaits nothing for a scenario without judges: such attempts are scored at once
         # (:meth:`finish_now`) instead of in a task of their own.
         self._inline = scorer is score_attempt
@@ -220,10 +231,9 @@ class AttemptRunner:
             if split.scores is not None:
                 key = self._summaries.key(called.spans)
                 if key is not None:
-                    memo = (key, output.answer, output.label)
-                    kept = split.scores.get(memo)
+                    kept = split.scores.get((key, output.answer, output.label))
                     if kept is not None:
-                        attempt = copy_kept(
+                        attempt = _copy_kept(
                             kept,
                             called.index,
                             called.trace_id,
@@ -231,7 +241,7 @@ class AttemptRunner:
                             self._path(),
                             called.latency_s,
                         )
-                        self._submit_copy(called, output, attempt, split.json, memo)
+                        self._submit(called, output, attempt)
                         return attempt
         coro = self.finish(called)
         try:
@@ -397,35 +407,6 @@ class AttemptRunner:
         self._submit(called, output, attempt)
         return attempt
 
-    def _submit_copy(
-        self,
-        called: Called,
-        output: TargetOutput,
-        attempt: Attempt,
-        templates: dict[tuple[RootKey, str, str | None], KeptJson],
-        memo: tuple[RootKey, str, str | None],
-    ) -> None:
-        """:meth:`_submit` for a copy of a kept score: its JSON and artifact line made from templates."""
-        writer = self.artifacts
-        record = None
-        if writer is not None and not output.messages:
-            record = root_only_record(called.spans, called.scenario.id, called.index)
-        made = templates.get(memo)
-        text: str | None
-        if made is None:
-            made = templates[memo] = KeptJson(attempt, record, output)
-            text, line = made.first_text, made.first_line
-        else:
-            text = made.attempt_json(attempt)
-            line = made.artifact_line(called.index, record) if record is not None else None
-        if text is not None and self.texts is not None:
-            self.texts[id(attempt)] = (attempt, text)
-        if writer is not None:
-            if line is not None:
-                writer.submit_line(ArtifactLine(called.scenario.id, called.index, line))
-            else:
-                self._submit(called, output, attempt)
-
     def _submit(self, called: Called, output: TargetOutput | None, attempt: Attempt) -> None:
         """Hand the attempt's artifact to the writer (when artifacts are kept)."""
         writer = self.artifacts
@@ -468,7 +449,7 @@ class AttemptRunner:
             memo = (key, output.answer, output.label)
             kept = scores.get(memo)
             if kept is not None:  # scored before: the same outcome, with this attempt's own values
-                return copy_kept(kept, index, trace_id, started, artifact_path, latency_s)
+                return _copy_kept(kept, index, trace_id, started, artifact_path, latency_s)
         common: dict[str, Any] = {
             "scenario_id": scenario.id,
             "index": index,

@@ -38,7 +38,6 @@ from replaygate.replay._runfile import (
     attempts_digest,
     attempts_json,
     bare_digest,
-    json_with_digest,
     load_run,
 )
 from replaygate.replay._versioned import Upgrade, upgrade_document
@@ -307,8 +306,6 @@ class JournalWriter:
         """The attempts written by this writer and their JSON (the run file reuses it: ``save_run``)."""
         self.digests: dict[tuple[str, int], tuple[Attempt, str]] = {}
         """The attempts written by this writer and their :func:`attempt_digest` (reused by ``digest_of``)."""
-        self.texts: dict[int, tuple[Attempt, str]] = {}
-        """JSON the runner made for attempts it queues (their ``model_dump_json()``, keyed by ``id``)."""
         self._thread = threading.Thread(target=self._run, name="replaygate-journal", daemon=True)
         self._thread.start()
 
@@ -376,7 +373,7 @@ class JournalWriter:
             if items and self._error is None:
                 synced = time.monotonic()
                 try:
-                    done = self._serialized(items)
+                    done = [(a, *pair) for a, pair in zip(items, attempts_json(items), strict=True)]
                     data = "".join(
                         f'{{"kind":"attempt","sha256":"{h}","attempt":{text}}}\n' for _, text, h in done
                     )
@@ -400,19 +397,6 @@ class JournalWriter:
                 os.fsync(self._fh.fileno())
             except Exception as exc:  # reported by close
                 self._error = exc
-
-    def _serialized(self, items: list[Attempt]) -> list[tuple[Attempt, str, str]]:
-        """Each attempt, its JSON and its digest: the JSON the runner made, else serialized here."""
-        made: list[str | None] = []
-        for a in items:
-            held = self.texts.pop(id(a), None)
-            made.append(held[1] if held is not None and held[0] is a else None)
-        missing = [a for a, text in zip(items, made, strict=True) if text is None]
-        rest = iter(attempts_json(missing) if missing else ())
-        return [
-            (a, *(json_with_digest(text) if text is not None else next(rest)))
-            for a, text in zip(items, made, strict=True)
-        ]
 
 
 def _header_line(header: dict[str, Any]) -> bytes:

@@ -41,7 +41,6 @@ __all__ = [
     "attempts_digest",
     "content_hash",
     "digest_of",
-    "json_with_digest",
     "load_run",
     "save_atomic",
     "dump_run",
@@ -251,11 +250,6 @@ def attempts_json(attempts: Sequence[Attempt]) -> list[tuple[str, str]]:
     head = _NEXT_ATTEMPT[2:]
     texts = [parts[0] + "}", *(f"{head}{p}}}" for p in parts[1:-1]), head + parts[-1]]
     return [_with_digest(text) for text in texts]
-
-
-def json_with_digest(text: str) -> tuple[str, str]:
-    """An attempt's ``model_dump_json()`` text and its :func:`attempt_digest` (made from the text)."""
-    return _with_digest(text)
 
 
 def _with_digest(text: str) -> tuple[str, str]:

@@ -90,7 +90,6 @@ class _Loop:
             run_id=plan.run_id,
             artifacts=self.artifacts,
             simulator=plan.simulator,
-            texts=plan.writer.texts,
         )
         self.results: list[Attempt] = list(plan.done)
         self.finished_now: list[Attempt] = []
