@@ -23,6 +23,7 @@ from tests.conftest import make_scenario
 NOT_LOADED = [
     "numpy",
     "scipy",
+    "genai_prices",
     "sqlalchemy",
     "psycopg",
     "flask",
