@@ -4,7 +4,8 @@ Rows, each with its target and the ratio to it:
 
 - loading 200 / 2,000 / 10,000 scenarios (``load_scenarios``: libyaml, each file once), beside the
   pure-Python YAML loader on the same files (the loader before issue 19) for 200 and 2,000;
-- ``promote`` of a new trace into each of those sets (duplicate detection through ``golden.lock``'s index);
+- ``promote`` of a new trace into each of those sets (duplicate detection through ``golden.lock``'s index),
+  with the set's stat-keyed hash cache cold (the first promote since the set was written), then warm;
 - 200 x 5 and 2,000 x 5 replays against a 5 ms target at concurrency 64, in-process (``run_suite``) and
   through the CLI (``replaygate run``, its bytecode cached as an installed package has it, after one
   warm-up run; the first run of a set with its scenario cache cold, then a second run reading the
@@ -19,7 +20,8 @@ Rows, each with its target and the ratio to it:
 - ``gate`` on 5,000 scenarios x k=10 with a second baseline (the noise floor): the whole ``replaygate gate``
   command (imports, reading the three run files, gating, writing the four reports) as the only child of
   a process of its own, its wall time, CPU time and peak memory (``RUSAGE_CHILDREN``), after one
-  warm-up run that caches its bytecode (as the CLI rows do);
+  warm-up run that caches its bytecode (as the CLI rows do), then the same work in-process stage by stage
+  (imports, reading, gating, reports: CPU seconds of each);
 - ``import replaygate.instrumentation`` against ``import opentelemetry.sdk.trace``, each in fresh
   interpreters with their bytecode cached (as installed packages have it; one warm-up import first),
   interleaved, median of several (and the import plus the first ``@trace_agent``, which loads wrapt).
@@ -213,20 +215,12 @@ def bench_loading(sets: dict[int, Path]) -> None:
         _row(f"load {n:,} scenarios", wall, 1.0 * n / 2000, note)
 
 
-def bench_promote(sets: dict[int, Path]) -> None:
+def bench_promote(sets: dict[int, Path], tmp: Path) -> None:
+    import dataclasses
+
     from replaygate.instrumentation import SpanRecord, TraceRecord, TraceSummary
 
     from replaygate.golden import GoldenSet, promote_trace
-
-    class Source:
-        def __init__(self, record: TraceRecord) -> None:
-            self.record = record
-
-        def get_trace(self, trace_id: str) -> TraceRecord:
-            return self.record
-
-        def session_traces(self, session_id: str) -> list[TraceRecord]:
-            return [self.record]
 
     summary = TraceSummary(
         trace_id="f" * 32,
@@ -249,28 +243,44 @@ def bench_promote(sets: dict[int, Path]) -> None:
         input_tokens=None,
         output_tokens=None,
     )
-    span = SpanRecord("f" * 32, "0" * 16, None, "agent", "agent", 1, 2, "ok", None, {})
-    source = Source(TraceRecord(summary=summary, spans=(span,), start_ns=1, end_ns=2))
+
+    class Source:
+        """A trace store of one trace per id (each promoted trace a new one)."""
+
+        def get_trace(self, trace_id: str) -> TraceRecord:
+            span = SpanRecord(trace_id, "0" * 16, None, "agent", "agent", 1, 2, "ok", None, {})
+            traced = dataclasses.replace(summary, trace_id=trace_id, session_id=None)
+            return TraceRecord(summary=traced, spans=(span,), start_ns=1, end_ns=2)
+
+        def session_traces(self, session_id: str) -> list[TraceRecord]:
+            return []
+
+    source = Source()
+    os.environ["REPLAYGATE_HASH_CACHE"] = str(tmp / "hash-cache")  # the sets' stat-keyed hash caches
     print("\n== promote a new trace into the set (target: into 2,000 < 0.3 s)")
+    print("   (the first promote finds the set's hash cache cold; the second, of another trace, warm)")
     for n, path in sets.items():
         gs = GoldenSet(path)
-        c0, t0 = time.process_time(), time.perf_counter()
-        made = promote_trace(source, "f" * 32, gs, owner="bench", origin="production-incident")
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        t0 = time.perf_counter()
-        again = promote_trace(source, "f" * 32, gs, owner="bench", origin="production-incident")
-        repeat = time.perf_counter() - t0
-        assert made.created and not again.created
-        made.path.unlink()  # leave the set as it was for the other rows
-        _row(
-            f"promote into {n:,}",
-            wall,
-            0.3 * n / 2000,
-            f"(CPU {cpu:.3f} s, {_load()}; promoting it again: {repeat:.3f} s)",
-        )
+        made = []
+        for trace_id, label in (("f" * 32, "hash cache cold"), ("e" * 32, "hash cache warm")):
+            c0, t0 = time.process_time(), time.perf_counter()
+            made.append(promote_trace(source, trace_id, gs, owner="bench", origin="production-incident"))
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            t0 = time.perf_counter()
+            again = promote_trace(source, trace_id, gs, owner="bench", origin="production-incident")
+            repeat = time.perf_counter() - t0
+            assert made[-1].created and not again.created
+            _row(
+                f"promote into {n:,} ({label})",
+                wall,
+                0.3 * n / 2000,
+                f"(CPU {cpu:.3f} s, {_load()}; promoting it again: {repeat:.3f} s)",
+            )
         entries = json.loads(gs.lock_path.read_text(encoding="utf-8"))
-        entries["scenarios"].pop(made.scenario.id, None)
-        entries.get("index", {}).pop(made.scenario.id, None)
+        for m in made:  # leave the set as it was for the other rows
+            m.path.unlink()
+            entries["scenarios"].pop(m.scenario.id, None)
+            entries.get("index", {}).pop(m.scenario.id, None)
         gs.lock_path.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
@@ -446,6 +456,34 @@ def _gate_child(folder: str) -> None:
     )
 
 
+def _gate_stages(folder: str) -> None:
+    """The gate's stages in-process, in a fresh interpreter: CPU seconds of each (one JSON line)."""
+    t0 = time.process_time()
+    from replaygate.replay import old_objects_frozen
+
+    import replaygate.cli._gate as cli_gate
+    import replaygate.cli._main  # noqa: F401 - what the command imports before it runs
+    from replaygate.gate import gate_runs, load_policy, load_run_data
+    from replaygate.report import write_reports
+
+    d = Path(folder)
+    out: dict[str, float] = {"imports": time.process_time() - t0}
+    t = time.process_time()
+    policy = load_policy(str(d / "policy.yaml"))
+    runs = [load_run_data(str(d / f"{name}.json")) for name in ("base2", "head", "base")]
+    out["reading the three run files"] = time.process_time() - t
+    t = time.process_time()
+    paths = (str(d / "base.json"), str(d / "head.json"), str(d / "base2.json"))
+    with old_objects_frozen():
+        report = gate_runs(policy, runs[2], runs[1], runs[0], paths=paths)
+    report = cli_gate._judge_agreement(report, policy, runs[1].judged_run(), paths[:2])
+    out["gating (integrity, statistics, guardrails)"] = time.process_time() - t
+    t = time.process_time()
+    write_reports(report, d / "report-stages", ["md", "html", "json", "junit"])
+    out["writing the four reports"] = time.process_time() - t
+    print(json.dumps(out))
+
+
 def bench_gate(tmp: Path, n: int) -> None:
     import numpy as np
     from replaygate.replay import save_run
@@ -480,6 +518,12 @@ def bench_gate(tmp: Path, n: int) -> None:
         f"CPU {got['cpu']:.2f} s ({got['cpu'] / 5:.2f}x of 5 s); peak {got['peak_mib']:.0f} MiB "
         f"({got['peak_mib'] / 300:.2f}x of 300 MiB); outcome {got['outcome']}; {_load()}",
     )
+    stages = [sys.executable, __file__, "--gate-stages", str(d)]
+    staged = subprocess.run(stages, capture_output=True, text=True, timeout=1800, env=env)
+    if staged.returncode == 0:
+        print("   the same work in-process, stage by stage (CPU seconds):")
+        for stage, cpu in json.loads(staged.stdout.strip().splitlines()[-1]).items():
+            print(f"     {stage:44s} {cpu:6.3f} s")
 
 
 def bench_import(rounds: int, tmp: Path) -> None:
@@ -520,6 +564,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 and 2,000 only; gate on 2,000")
     parser.add_argument("--gate-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--gate-stages", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--rows",
         default="import,loading,promote,replay,gate",
@@ -532,6 +577,9 @@ def main() -> int:
         parser.error(f"--rows: unknown {sorted(unknown)}")
     if args.gate_child:
         _gate_child(args.gate_child)
+        return 0
+    if args.gate_stages:
+        _gate_stages(args.gate_stages)
         return 0
     sizes = [200, 2000] if args.quick else [200, 2000, 10000]
     with tempfile.TemporaryDirectory() as name:
@@ -546,7 +594,7 @@ def main() -> int:
         if "loading" in rows:
             bench_loading(sets)
         if "promote" in rows:
-            bench_promote(sets)
+            bench_promote(sets, tmp)
         if "replay" in rows:
             bench_replay(sets, [200, 2000], tmp)
         if "gate" in rows:

@@ -228,3 +228,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'store.db'}"
     server: Postgres = request.getfixturevalue("postgres")
     return server.new_database()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _golden_hash_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The golden sets' hash caches in a session folder, not in the working directory's .replaygate/."""
+    saved = os.environ.get("REPLAYGATE_HASH_CACHE")
+    os.environ["REPLAYGATE_HASH_CACHE"] = str(tmp_path_factory.mktemp("golden-hash-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("REPLAYGATE_HASH_CACHE", None)
+    else:
+        os.environ["REPLAYGATE_HASH_CACHE"] = saved

@@ -20,6 +20,9 @@ EXPECTED = {
     "call_cost",
     "compute_measures",
     "guardrail_measures",
+    "guardrail_measures_columns",
+    "measure_columns",
+    "MeasureColumns",
     "percentile",
     "scored_attempts",
     # runner, targets, journal, shards, fingerprint, summary
@@ -150,6 +153,7 @@ EXPECTED = {
     "read_journal_fingerprint",
     "read_text_bounded",
     "restore_journal",
+    "scenario_file_names",
     "scenario_files",
     "suite_hash_of",
     "validation_summary",

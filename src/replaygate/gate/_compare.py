@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from replaygate.replay import RunFile, ScenarioEntry, guardrail_measures
+from replaygate.replay import MeasureColumns, RunFile, ScenarioEntry, guardrail_measures_columns
 
 from replaygate.gate._comparison_model import (
     Comparison,
@@ -26,9 +26,9 @@ from replaygate.gate._comparison_model import (
     SideStats,
 )
 from replaygate.gate._errors import ComparisonError
-from replaygate.gate._guardrails import compare_guardrails, with_noise
+from replaygate.gate._guardrails import compare_guardrail_columns, with_noise
 from replaygate.gate._policy import Policy
-from replaygate.gate._run_data import MeasuredAttempt, RunData, ScenarioData, as_run_data
+from replaygate.gate._run_data import RunData, ScenarioData, as_run_data
 from replaygate.gate._scenario_change import classify_scenarios, mark_flaky
 from replaygate.stats import (
     SCENARIO_TEST,
@@ -92,7 +92,8 @@ def _stats(entry: ScenarioEntry, data: ScenarioData, confidence: float) -> SideS
         rate = passed / scored
         low, high = wilson_interval(passed, scored, confidence)
         verdict = scenario_verdict(passed, scored, entry.must_pass, entry.threshold, confidence)
-    return SideStats(
+    # built from counted values of the right types: constructed, not validated (20,000 of them)
+    return SideStats.model_construct(
         attempts=data.attempts,
         passed=passed,
         failed=failed,
@@ -311,7 +312,7 @@ def _scenario_rows(
         if counts:
             problems.extend(sc_problems)
         rows.append(
-            ScenarioComparison(
+            ScenarioComparison.model_construct(  # every field computed above (see _stats)
                 id=sid,
                 title=entry.title,
                 must_pass=entry.must_pass,
@@ -366,8 +367,8 @@ def _graded(
     return graded
 
 
-def _counted(side: _Side, scenarios: Sequence[ScenarioComparison]) -> list[MeasuredAttempt]:
-    return side.run.rows_of(s.id for s in scenarios if s.counts and s.id in side.entries)
+def _counted(side: _Side, scenarios: Sequence[ScenarioComparison]) -> MeasureColumns:
+    return side.run.measure_columns(s.id for s in scenarios if s.counts and s.id in side.entries)
 
 
 def _guardrails(
@@ -375,16 +376,16 @@ def _guardrails(
 ) -> tuple[list[GuardrailComparison], ErrorSummary]:
     """The guardrails (with the noise between the two baselines) and the errors, over counted scenarios."""
     b_counted, h_counted = _counted(base, scenarios), _counted(head, scenarios)
-    b_measures = guardrail_measures(b_counted)
-    guardrails = compare_guardrails(b_counted, h_counted, confidence, base_measures=b_measures)
+    b_measures = guardrail_measures_columns(b_counted)
+    guardrails = compare_guardrail_columns(b_counted, h_counted, confidence, base_measures=b_measures)
     if noise is not None:
-        n_counted = noise.run.rows_of(s.id for s in scenarios if s.counts)
-        noise_rails = compare_guardrails(b_counted, n_counted, confidence, base_measures=b_measures)
+        n_counted = noise.run.measure_columns(s.id for s in scenarios if s.counts)
+        noise_rails = compare_guardrail_columns(b_counted, n_counted, confidence, base_measures=b_measures)
         guardrails = with_noise(guardrails, noise_rails)
     errors = ErrorSummary(
-        base_errors=sum(a.status == "error" for a in b_counted),
+        base_errors=len(b_counted) - int(b_counted.scored.sum()),
         base_attempts=len(b_counted),
-        head_errors=sum(a.status == "error" for a in h_counted),
+        head_errors=len(h_counted) - int(h_counted.scored.sum()),
         head_attempts=len(h_counted),
         base_scenarios=[s.id for s in scenarios if s.counts and s.base.errors],
         head_scenarios=[s.id for s in scenarios if s.counts and s.head.errors],

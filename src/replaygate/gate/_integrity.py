@@ -113,9 +113,9 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
             "left to compare, so the gate cannot pass it; un-quarantine scenarios or add some"
         )
     entries = {e.id: e for e in run.scenarios}
-    seen = _planned_once(data, entries)
-    if seen is None:  # something is off: the keys again, in file order, for the first broken rule
-        seen = set()
+    planned = _planned_once(data, entries)
+    seen: set[tuple[str, int]] = set()
+    if planned is None:  # something is off: the keys again, in file order, for the first broken rule
         twice_seen: set[tuple[str, int]] = set()
         for key in data.keys:
             sid, index = key
@@ -132,7 +132,8 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
         if dup:
             raise refuse(f"attempt {_few(dup)} appears more than once")
     # every key seen is a planned one (checked above): as many as planned means none is missing
-    if len(seen) != sum(e.repeats for e in run.scenarios):
+    if (len(seen) if planned is None else planned) != sum(e.repeats for e in run.scenarios):
+        seen = seen if planned is None else set(data.keys)
         missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
         raise refuse(f"attempt {_few(missing)} is missing (resume the run: replaygate run --resume)")
     digest = data.digest
@@ -141,20 +142,24 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
     return RunDigest(run_id=run.run_id, run_file=digest, journal=_journal_digest(data, path, refuse))
 
 
-def _planned_once(data: RunData, entries: dict[str, ScenarioEntry]) -> set[tuple[str, int]] | None:
-    """The attempts' keys when each is of a listed scenario, inside its repeats and seen once; else None.
+def _planned_once(data: RunData, entries: dict[str, ScenarioEntry]) -> int | None:
+    """How many attempts there are when each is of a listed scenario, inside its repeats and seen once.
 
-    Whole columns at once: the common case, a run as it was written, costs no loop over its attempts.
+    None when any is not. Whole columns at once: the common case, a run as it was written, costs no
+    loop over its attempts beyond one lookup of each one's scenario.
     """
     sids = data.sids
     if not set(sids) <= entries.keys():
         return None
+    place = {sid: n for n, sid in enumerate(entries)}
     index = np.frombuffer(data.indexes, dtype=np.int64) if len(data.indexes) else np.empty(0, np.int64)
-    repeats = np.fromiter((entries[s].repeats for s in sids), dtype=np.int64, count=len(sids))
-    if ((index < 0) | (index >= repeats)).any():
+    at = np.fromiter((place[s] for s in sids), dtype=np.int64, count=len(sids))
+    repeats = np.array([e.repeats for e in entries.values()], dtype=np.int64)
+    if ((index < 0) | (index >= repeats[at])).any():
         return None
-    keys = set(data.keys)
-    return keys if len(keys) == len(sids) else None
+    width = int(repeats.max()) if repeats.size else 1
+    keys = at * width + index  # one integer per (scenario, index): distinct keys, distinct integers
+    return len(sids) if np.unique(keys).size == len(sids) else None
 
 
 def _journal_digest(

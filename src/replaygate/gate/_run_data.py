@@ -14,7 +14,6 @@ are kept (:mod:`._integrity` checks the plan and the journal on them).
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 from array import array
@@ -24,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 from replaygate.replay import (
     Attempt,
     AttemptFields,
+    MeasureColumns,
     Measures,
     RunColumns,
     RunFile,
@@ -141,40 +142,28 @@ class _Columns:
         out.flags = bytearray(flags.tobytes())
         return out
 
-    def rows(self, places: list[int]) -> list[MeasuredAttempt]:
-        """:meth:`row` of each of ``places`` (the same values), made from whole columns at once."""
-        if not places:
-            return []
+    def measure_columns(self, places: list[int]) -> MeasureColumns:
+        """The status and measures of the attempts at ``places``, as arrays (the values :meth:`row` gives)."""
         at = np.asarray(places, dtype=np.intp)
-        flags = np.frombuffer(bytes(self.flags), dtype=np.uint8)[at]
 
-        def column(values: array[float] | array[int], dtype: str, bit: int | None) -> list[Any]:
-            picked = np.frombuffer(values, dtype=dtype)[at]
-            if bit is None:
-                return list(picked.tolist())
-            known = (flags & bit) != 0
-            out: list[Any] = picked.tolist()
-            if not known.all():
-                for i in np.flatnonzero(~known).tolist():
-                    out[i] = None
-            return out
+        def column(values: bytearray | array[float] | array[int], dtype: str) -> NDArray[Any]:
+            whole = np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
+            return whole[at]
 
-        measures = map(
-            functools.partial(tuple.__new__, AttemptMeasures),  # no Python call per attempt
-            zip(
-                column(self.latency, "d", None),
-                column(self.tokens_in, "q", 8),
-                column(self.tokens_out, "q", 16),
-                column(self.cost, "d", 4),
-                ((flags & 1) != 0).tolist(),
-                ((flags & 2) != 0).tolist(),
-                column(self.llm_calls, "q", 32),
-                strict=True,
-            ),
-        )
-        statuses = [_STATUSES[c] for c in np.frombuffer(bytes(self.status), dtype=np.uint8)[at].tolist()]
-        return list(
-            map(functools.partial(tuple.__new__, MeasuredAttempt), zip(statuses, measures, strict=True))
+        flags = column(self.flags, "u1")
+        return MeasureColumns(
+            status=column(self.status, "u1"),
+            latency_s=column(self.latency, "d"),
+            input_tokens=column(self.tokens_in, "q"),
+            input_tokens_known=(flags & 8) != 0,
+            output_tokens=column(self.tokens_out, "q"),
+            output_tokens_known=(flags & 16) != 0,
+            cost_usd=column(self.cost, "d"),
+            cost_usd_known=(flags & 4) != 0,
+            llm_calls=column(self.llm_calls, "q"),
+            llm_calls_known=(flags & 32) != 0,
+            escalated=(flags & 1) != 0,
+            empty=(flags & 2) != 0,
         )
 
     def row(self, i: int) -> MeasuredAttempt:
@@ -265,58 +254,74 @@ class _Gather:
         )
 
 
-def _scenario_of(c: RunColumns, rows: list[int]) -> ScenarioData:
-    """One scenario's :class:`ScenarioData` from its rows in index order (as :meth:`_Gather.done` does)."""
-    status = c.status[rows].tolist()
-    errors: list[str] = []
-    details: list[str] = []
-    metrics: dict[str, list[float]] = {}
-    answer: str | None = None
-    fail_answer: str | None = None
-    have_answer = have_fail_answer = False
-    for row, code in zip(rows, status, strict=True):
-        if code == 0 and have_answer and not c.has_retrieval[row]:
-            continue  # a pass with no scores: nothing more of it is kept
-        text = c.answer(row)
-        if text is not None:
-            if not have_answer:
-                answer, have_answer = text[:_ANSWER_CAP], True
-            if code == 1 and not have_fail_answer:
-                fail_answer, have_fail_answer = text[:_ANSWER_CAP], True
-        if code == 2:
-            errors.append(c.error(row) or "error (no message)")
-            continue
-        if c.has_retrieval[row]:
-            for name, value in _scores(c.fields(row)):
-                metrics.setdefault(name, []).append(value)
-        if code == 1:
-            details.extend(_check_detail(name, detail) for name, detail in c.failed_checks(row))
-    return ScenarioData(
-        attempts=len(rows),
-        passed=status.count(0),
-        failed=status.count(1),
-        errors=len(errors),
-        error_messages=list(dict.fromkeys(errors))[:3],
-        failure_details=list(dict.fromkeys(details))[:5],
-        sample_answer=fail_answer if have_fail_answer else answer,
-        metrics=metrics,
-        positions=rows,
-    )
+def _first_of_each(mask: NDArray[np.bool_], grouped: NDArray[np.intp], groups: int) -> list[int]:
+    """Per group, the first position (of ``grouped``, sorted by group) where ``mask`` holds; -1: none."""
+    at = np.flatnonzero(mask)
+    found, first = np.unique(grouped[at], return_index=True)
+    out = np.full(groups, -1, dtype=np.int64)
+    out[found] = at[first]
+    return list(out.tolist())
 
 
 def _of_columns(head: RunFile, c: RunColumns) -> RunData:
-    """The :class:`RunData` of a run read as columns (what the reducer gathers from its attempts)."""
+    """The :class:`RunData` of a run read as columns (what the reducer gathers from its attempts).
+
+    Each scenario's rows in index order (file order among equal indexes); what a pass with no scores
+    holds beyond its answer is never read, so only the first answer, the failures, the errors and the
+    scored rows are visited, each scenario's counts and first answers found for all of them at once.
+    """
     ids, first, code = np.unique(c.scenario_ids, return_index=True, return_inverse=True)
     names = [i.decode("utf-8") for i in ids.tolist()]
     code = code.reshape(-1)
     order = np.lexsort((np.arange(len(c)), c.index, code))  # by scenario, then index, then file order
-    bounds = np.flatnonzero(np.diff(code[order])) + 1
-    groups = dict(
-        zip(code[order][np.concatenate([[0], bounds])].tolist(), np.split(order, bounds), strict=True)
-    )
-    scenarios = {
-        names[g]: _scenario_of(c, groups[g].tolist()) for g in np.argsort(first, kind="stable").tolist()
-    }
+    grouped = code[order]  # the groups are the codes 0..len(ids)-1, each a run of ``order``
+    groups = len(ids)
+    cuts = np.searchsorted(grouped, np.arange(groups + 1)).tolist()
+    status = c.status[order]
+    passed = np.bincount(grouped[status == 0], minlength=groups).tolist()
+    failed = np.bincount(grouped[status == 1], minlength=groups).tolist()
+    answered = c.text_spans[order, 0, 0] >= 0
+    first_answer = _first_of_each(answered, grouped, groups)
+    first_fail_answer = _first_of_each(answered & (status == 1), grouped, groups)
+    scored = c.has_retrieval[order]
+    special = np.flatnonzero((status != 0) | scored)  # failures, errors and rows with scores
+    special_cuts = np.searchsorted(grouped[special], np.arange(groups + 1)).tolist()
+    special_l = special.tolist()
+    order_l, status_l, scored_l = order.tolist(), status.tolist(), scored.tolist()
+
+    def text(at: int) -> str | None:
+        answer = c.answer(order_l[at]) if at >= 0 else None
+        return answer[:_ANSWER_CAP] if answer is not None else None
+
+    def scenario(g: int) -> ScenarioData:
+        errors: list[str] = []
+        details: list[str] = []
+        metrics: dict[str, list[float]] = {}
+        for at in special_l[special_cuts[g] : special_cuts[g + 1]]:
+            row, status_code = order_l[at], status_l[at]
+            if status_code == 2:
+                errors.append(c.error(row) or "error (no message)")
+                continue
+            if scored_l[at]:
+                for name, value in _scores(c.fields(row)):
+                    metrics.setdefault(name, []).append(value)
+            if status_code == 1:
+                details.extend(_check_detail(name, detail) for name, detail in c.failed_checks(row))
+        rows = order_l[cuts[g] : cuts[g + 1]]
+        fail_at = first_fail_answer[g]
+        return ScenarioData(
+            attempts=len(rows),
+            passed=passed[g],
+            failed=failed[g],
+            errors=len(errors),
+            error_messages=list(dict.fromkeys(errors))[:3],
+            failure_details=list(dict.fromkeys(details))[:5],
+            sample_answer=text(fail_at) if fail_at >= 0 else text(first_answer[g]),
+            metrics=metrics,
+            positions=rows,
+        )
+
+    scenarios = {names[g]: scenario(g) for g in np.argsort(first, kind="stable").tolist()}
     indexes = array("q")
     indexes.frombytes(c.index.astype(np.int64).tobytes())
     sids = [names[i] for i in code.tolist()]
@@ -401,10 +406,10 @@ class RunData:
         data = self.scenarios.get(sid)
         return [self.columns.row(i) for i in data.positions] if data is not None else []
 
-    def rows_of(self, sids: Iterable[str]) -> list[MeasuredAttempt]:
-        """``rows(sid)`` of each of ``sids``, one after the other (built column by column, not row by row)."""
+    def measure_columns(self, sids: Iterable[str]) -> MeasureColumns:
+        """The status and measures of each attempt of each of ``sids`` (in index order), as arrays."""
         places = [i for sid in sids if (data := self.scenarios.get(sid)) is not None for i in data.positions]
-        return self.columns.rows(places)
+        return self.columns.measure_columns(places)
 
     @property
     def run_id(self) -> str:

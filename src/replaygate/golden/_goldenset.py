@@ -34,12 +34,22 @@ from replaygate.replay import (
     exclusive_lock,
     load_scenario,
     scenario_content_hash,
-    scenario_files,
+    scenario_file_names,
     write_atomic,
 )
 
 from replaygate.golden._errors import GoldenError
-from replaygate.golden._index import IndexEntry, index_entry, read_index, relative_name, verified_index
+from replaygate.golden._hash_cache import FileHashCache
+from replaygate.golden._index import (
+    IndexEntry,
+    file_stem,
+    index_entry,
+    index_prefix,
+    read_index,
+    relative_name,
+    verified_index,
+    verified_names,
+)
 from replaygate.golden._lock import LOCK_NAME, LockEntry, dump_lock, lock_entry, read_lock_file
 
 __all__ = [
@@ -70,7 +80,7 @@ class _Reads:
     """What a transaction read of its folder (listing, lock), kept until its own write changes them."""
 
     def __init__(self) -> None:
-        self.files: list[Path] | None = None
+        self.files: list[str] | None = None
         self.lock: _LockRead = None
         self.lock_read = False
 
@@ -121,14 +131,18 @@ class GoldenSet:
 
     def file_for(self, scenario_id: str) -> Path:
         """The file of a scenario: the existing one (``.yaml`` or ``.yml``) or ``<id>.yaml``."""
-        return self._files_by_id().get(scenario_id) or self.path / f"{scenario_id}.yaml"
+        return self._file_of(self._files_by_id(), scenario_id)
 
-    def _files_by_id(self) -> dict[str, Path]:
+    def _files_by_id(self) -> dict[str, str]:
         """The existing file of each scenario id (the first in sorted order), from one directory scan."""
-        found: dict[str, Path] = {}
-        for f in self.files():
-            found.setdefault(f.stem, f)
+        found: dict[str, str] = {}
+        for name in self.file_names():
+            found.setdefault(file_stem(name), name)
         return found
+
+    def _file_of(self, found: dict[str, str], scenario_id: str) -> Path:
+        name = found.get(scenario_id)
+        return Path(name) if name is not None else self.path / f"{scenario_id}.yaml"
 
     def _reads(self) -> _Reads | None:
         """This thread's reads of the folder while it holds the write lock (nobody else writes then)."""
@@ -137,10 +151,14 @@ class GoldenSet:
 
     def files(self) -> list[Path]:
         """Every scenario file, sorted (listed once per transaction, again after its write)."""
+        return [Path(name) for name in self.file_names()]
+
+    def file_names(self) -> list[str]:
+        """:meth:`files` as the strings ``os.scandir`` gives (no ``Path`` per file)."""
         reads = self._reads()
         if reads is not None and reads.files is not None:
             return list(reads.files)
-        found = scenario_files(self.path) if self.path.is_dir() else []
+        found = scenario_file_names(self.path) if self.path.is_dir() else []
         if reads is not None:
             reads.files = list(found)
         return found
@@ -192,7 +210,21 @@ class GoldenSet:
 
     def index(self, files: Iterable[Path] | None = None) -> dict[Path, IndexEntry]:
         """The index entries of the files (default: all) whose bytes are still the ones indexed."""
-        return verified_index(self.path, self.files() if files is None else files, self.indexed())
+        if files is None:
+            return {Path(name): e for name, e in self.index_names().items()}
+        hashes = FileHashCache.for_set(self.path)
+        found = verified_index(self.path, files, self.indexed(), hashes)
+        hashes.save()
+        return found
+
+    def index_names(self) -> dict[str, IndexEntry]:
+        """:meth:`index` of every file, by the names :meth:`file_names` gives."""
+        names = self.file_names()
+        hashes = FileHashCache.for_set(self.path)
+        found = verified_names(self.path, names, self.indexed(), hashes)
+        prefix = index_prefix(self.path)
+        hashes.save({relative_name(name, self.path, prefix) for name in names})
+        return found
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -270,7 +302,7 @@ class GoldenSet:
             for scenario_id in remove_from_lock:
                 entries.pop(scenario_id, None)
             found = self._files_by_id()
-            targets = [(found.get(s.id) or self.path / f"{s.id}.yaml", dump_scenario(s)) for s in scenarios]
+            targets = [(self._file_of(found, s.id), dump_scenario(s)) for s in scenarios]
             index = self.indexed()
             for s, (target, text) in zip(scenarios, targets, strict=True):
                 relative = relative_name(target, self.path)

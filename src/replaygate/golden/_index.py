@@ -13,8 +13,9 @@ behind). An entry is used only while the file still has exactly those bytes (:fu
 ``promote`` finds an already-promoted trace, a listing or a run selects by tier or tag, and a run takes its
 suite hash, by reading bytes and hashing them instead of parsing every scenario; a file edited by hand,
 added or renamed since simply has no verified entry and is parsed as before. A stale or damaged index
-therefore costs time, never a wrong answer. Older locks without the section (or entries without
-``content_hash``) read as an empty index (or entries whose content hash is computed again).
+therefore costs time, never a wrong answer. The hashes themselves come from a local stat-keyed cache
+(:mod:`._hash_cache`) for the files whose stat has not changed. Older locks without the section (or
+entries without ``content_hash``) read as an empty index (or entries whose content hash is computed again).
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from replaygate.replay import Scenario, load_scenario, parse_scenario, scenario_content_hash
 
+from replaygate.golden._hash_cache import FileHashCache
+
 __all__ = [
     "IndexEntry",
     "IndexedFile",
     "file_hash",
+    "file_stem",
     "index_entries",
     "index_entry",
     "index_file",
@@ -41,6 +45,7 @@ __all__ = [
     "read_index",
     "relative_name",
     "verified_index",
+    "verified_names",
 ]
 
 _MAX_SCENARIO_BYTES = 1_000_000  # larger files are refused by load_scenario, which says so
@@ -125,7 +130,7 @@ def index_entry(
     )
 
 
-def relative_name(path: Path, root: Path, prefix: str | None = None) -> str:
+def relative_name(path: Path | str, root: Path, prefix: str | None = None) -> str:
     """``path`` relative to ``root`` in ``/`` form, as the index names files (no pathlib on the way).
 
     ``prefix``: :func:`index_prefix` of ``root``, when the caller names many files below it.
@@ -135,7 +140,7 @@ def relative_name(path: Path, root: Path, prefix: str | None = None) -> str:
         prefix = index_prefix(root)
     if name.startswith(prefix) and len(name) > len(prefix):
         return name[len(prefix) :].replace(os.sep, "/")
-    return path.relative_to(root).as_posix()
+    return Path(path).relative_to(root).as_posix()
 
 
 def index_prefix(root: Path) -> str:
@@ -206,20 +211,54 @@ def read_index(lock_path: Path) -> dict[str, IndexEntry]:
     return index_entries(raw.get("index") if isinstance(raw, dict) else None)
 
 
-def verified_index(root: Path, files: Iterable[Path], index: dict[str, IndexEntry]) -> dict[Path, IndexEntry]:
-    """The files whose bytes are still the ones indexed, with their entries (a changed file is left out)."""
+def file_stem(name: str) -> str:
+    """``Path(name).stem`` of a file name string (without making the ``Path``)."""
+    base = name[name.rfind(os.sep) + 1 :]
+    dot = base.rfind(".")
+    return base[:dot] if 0 < dot < len(base) - 1 else base
+
+
+def _digest(name: str, relative: str, hashes: FileHashCache | None) -> str | None:
+    """The file's :func:`file_hash` (``hashes``' while its stat is the one remembered); None: unreadable."""
+    try:
+        if hashes is not None:
+            known = hashes.get(relative, os.stat(name))
+            if known is not None:
+                return known
+        with open(name, "rb") as fh:
+            data = fh.read(_MAX_SCENARIO_BYTES + 1)
+            after = os.fstat(fh.fileno()) if hashes is not None else None
+    except OSError:
+        return None
+    digest = file_hash(data)
+    if hashes is not None and after is not None:
+        hashes.put(relative, after, digest)
+    return digest
+
+
+def verified_names(
+    root: Path, names: Iterable[str], index: dict[str, IndexEntry], hashes: FileHashCache | None = None
+) -> dict[str, IndexEntry]:
+    """:func:`verified_index` of files named by strings (what ``scenario_file_names`` lists).
+
+    ``hashes``: the set's :class:`FileHashCache` (a file whose stat is unchanged is not hashed again).
+    """
     by_file = {e.file: (scenario_id, e) for scenario_id, e in index.items()}
-    out: dict[Path, IndexEntry] = {}
+    out: dict[str, IndexEntry] = {}
     prefix = index_prefix(root)
-    for path in files:
-        found = by_file.get(relative_name(path, root, prefix))
-        if found is None or found[0] != path.stem:
+    for name in names:
+        relative = relative_name(name, root, prefix)
+        found = by_file.get(relative)
+        if found is None or found[0] != file_stem(name):
             continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read(_MAX_SCENARIO_BYTES + 1)
-        except OSError:
-            continue
-        if file_hash(data) == found[1].file_hash:
-            out[path] = found[1]
+        if _digest(name, relative, hashes) == found[1].file_hash:
+            out[name] = found[1]
     return out
+
+
+def verified_index(
+    root: Path, files: Iterable[Path], index: dict[str, IndexEntry], hashes: FileHashCache | None = None
+) -> dict[Path, IndexEntry]:
+    """The files whose bytes are still the ones indexed, with their entries (a changed file is left out)."""
+    paths = {str(path): path for path in files}
+    return {paths[name]: e for name, e in verified_names(root, paths, index, hashes).items()}

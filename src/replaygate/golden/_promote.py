@@ -295,11 +295,12 @@ def find_promoted(golden: GoldenSet, trace_id: str) -> tuple[Scenario, Path] | N
     Raises:
         GoldenError: an invalid scenario file mentions the trace (fix it before promoting again).
     """
-    index = golden.index()
-    for path in golden.files():
-        entry = index.get(path)
+    index = golden.index_names()
+    for name in golden.file_names():
+        entry = index.get(name)
         if entry is not None and entry.source_trace != trace_id:
             continue  # indexed, and promoted from another trace (or none)
+        path = Path(name)
         try:
             scenario = load_scenario(path)
         except ScenarioError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 
 from replaygate.gate import (
@@ -79,8 +80,12 @@ def _pp(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f} pp"
 
 
+_NEEDS_ESCAPE = re.compile("[&<>\"']")  # what html.escape(quote=True) replaces
+
+
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    value = str(text)
+    return escape(value, quote=True) if _NEEDS_ESCAPE.search(value) else value
 
 
 def _sig(x: float | None, signed: bool = False) -> str:

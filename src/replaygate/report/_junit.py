@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from replaygate.gate import GateReport
@@ -9,9 +10,12 @@ from replaygate.gate import GateReport
 __all__ = ["render_junit"]
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # the control characters but tab, LF and CR
+
+
 def _clean(text: str) -> str:
     """Drop characters XML 1.0 cannot carry (model output may hold any)."""
-    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+    return _NOT_XML.sub("", text)
 
 
 def render_junit(report: GateReport) -> str:

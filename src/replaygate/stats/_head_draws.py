@@ -68,7 +68,9 @@ class HeadDraws:
             if self._valid is not None:
                 below &= self._valid[:, j]
             counts += below
-            open_rows |= ((column == t_top32) & undecided_by_top).any(axis=1)
+            equal = column == t_top32  # (about once in 2**32: look closer only then)
+            if equal.any():
+                open_rows |= (equal & undecided_by_top).any(axis=1)
         if open_rows.any():
             self._settle(q, counts, open_rows)
         return counts

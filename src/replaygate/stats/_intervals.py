@@ -143,6 +143,7 @@ def min_repeats_to_fail(threshold: float, confidence: float = 0.95, limit: int =
     return None
 
 
+@lru_cache(maxsize=1024)  # a suite has few distinct thresholds and repeats: each said once
 def threshold_note(threshold: float, repeats: int, confidence: float = 0.95) -> str:
     """Say when a threshold cannot be confirmed (or refuted) at ``repeats`` attempts; "" when it can.
 

@@ -141,7 +141,9 @@ def _mwu_asymptotic(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[flo
     return float(u1), float(p)
 
 
-def mann_whitney(base: Sequence[float], head: Sequence[float]) -> RankTest:
+def mann_whitney(
+    base: Sequence[float] | NDArray[np.float64], head: Sequence[float] | NDArray[np.float64]
+) -> RankTest:
     """Two-sided Mann-Whitney U test (for latency and other skewed measures).
 
     ``scipy.stats.mannwhitneyu``'s values; samples of more than 8 finite values each (where it uses the

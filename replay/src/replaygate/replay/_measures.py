@@ -16,7 +16,9 @@ Over a set of attempts (:func:`guardrail_measures`): latency, escalation and emp
 on the scored attempts (an errored attempt's latency is its timeout, and it has no answer); the error
 rate on every attempt; cost per attempt is the mean over the scored attempts, None when any of them is
 unknown; the total cost is over every attempt, None when any is unknown. Percentiles interpolate
-linearly between ranks (numpy's default).
+linearly between ranks (numpy's default). :func:`guardrail_measures_columns` gives the same measures of
+attempts held as arrays (:class:`MeasureColumns`, what the gate reads of 50,000 attempts), summing the
+same values in the same order.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
 from replaygate.instrumentation import LlmCall, TraceSummary, call_cost
 from replaygate.replay._runfile import Measures
 
@@ -34,11 +38,14 @@ __all__ = [
     "NO_LLM_CALL",
     "NO_LLM_CALLS",
     "GuardrailMeasures",
+    "MeasureColumns",
     "call_cost",
+    "measure_columns",
     "compute_measures",
     "cost_note",
     "declares_no_llm_calls",
     "guardrail_measures",
+    "guardrail_measures_columns",
     "is_empty_answer",
     "is_escalated",
     "percentile",
@@ -277,4 +284,108 @@ def guardrail_measures(attempts: Sequence[_Measured]) -> GuardrailMeasures:
         escalation_rate=escalated / scored if scored else None,
         empty_rate=empty / scored if scored else None,
         error_rate=errors / n if n else None,
+    )
+
+
+_STATUS_CODE = {"pass": 0, "fail": 1, "error": 2}
+
+
+@dataclass(frozen=True)
+class MeasureColumns:
+    """The status and measures of a set of attempts as arrays, one entry per attempt, in order.
+
+    ``status``: 0 pass, 1 fail, 2 error. Each optional measure has a ``*_known`` mask (its value is
+    ignored where it is not known).
+    """
+
+    status: NDArray[np.uint8]
+    latency_s: NDArray[np.float64]
+    input_tokens: NDArray[np.int64]
+    input_tokens_known: NDArray[np.bool_]
+    output_tokens: NDArray[np.int64]
+    output_tokens_known: NDArray[np.bool_]
+    cost_usd: NDArray[np.float64]
+    cost_usd_known: NDArray[np.bool_]
+    llm_calls: NDArray[np.int64]
+    llm_calls_known: NDArray[np.bool_]
+    escalated: NDArray[np.bool_]
+    empty: NDArray[np.bool_]
+
+    def __len__(self) -> int:
+        return int(self.status.size)
+
+    @property
+    def scored(self) -> NDArray[np.bool_]:
+        """Where the attempt was scored (pass or fail)."""
+        out: NDArray[np.bool_] = self.status != 2
+        return out
+
+
+def _known_sum(values: NDArray[Any], known: NDArray[np.bool_]) -> Any:
+    """``sum`` of the known values as Python numbers, in order (None when none is known)."""
+    picked = values[known].tolist()
+    return sum(picked) if picked else None
+
+
+def guardrail_measures_columns(c: MeasureColumns) -> GuardrailMeasures:
+    """:func:`guardrail_measures` of attempts held as :class:`MeasureColumns` (the same values).
+
+    The sums are Python's ``sum`` over the same values in the same order, so they round alike.
+    """
+    n = len(c)
+    scored = c.scored
+    n_scored = int(scored.sum())
+    latencies = c.latency_s[scored].tolist()
+    known = c.cost_usd[c.cost_usd_known].tolist()
+    scored_known = c.cost_usd[scored & c.cost_usd_known].tolist()
+    unknown = scored & ~c.cost_usd_known
+    no_call = int((unknown & c.llm_calls_known & (c.llm_calls == 0)).sum())
+    ordered = sorted(latencies)
+    return GuardrailMeasures(
+        attempts=n,
+        scored=n_scored,
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else None,
+        latency_p50_s=percentile(ordered, 50),
+        latency_p95_s=percentile(ordered, 95),
+        input_tokens=_known_sum(c.input_tokens, c.input_tokens_known),
+        output_tokens=_known_sum(c.output_tokens, c.output_tokens_known),
+        cost_usd_total=sum(known) if n and len(known) == n else None,
+        cost_usd_known=sum(known) if known else None,
+        cost_usd_mean=(
+            sum(scored_known) / len(scored_known) if scored_known and len(scored_known) == n_scored else None
+        ),
+        cost_unknown_attempts=n - len(known),
+        cost_note=_cost_note(int(unknown.sum()), no_call, n_scored),
+        escalation_rate=int((c.escalated & scored).sum()) / n_scored if n_scored else None,
+        empty_rate=int((c.empty & scored).sum()) / n_scored if n_scored else None,
+        error_rate=(n - n_scored) / n if n else None,
+    )
+
+
+def measure_columns(attempts: Sequence[_Measured]) -> MeasureColumns:
+    """The :class:`MeasureColumns` of a sequence of attempts (their statuses and measures, in order)."""
+    ms = [a.measures for a in attempts]
+    status = np.array([_STATUS_CODE[a.status] for a in attempts], dtype=np.uint8)
+
+    def optional(values: list[Any], dtype: type[np.generic]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        known = np.array([v is not None for v in values], dtype=bool)
+        return np.array([0 if v is None else v for v in values], dtype=dtype), known
+
+    tin, tin_known = optional([m.input_tokens for m in ms], np.int64)
+    tout, tout_known = optional([m.output_tokens for m in ms], np.int64)
+    cost, cost_known = optional([m.cost_usd for m in ms], np.float64)
+    calls, calls_known = optional([m.llm_calls for m in ms], np.int64)
+    return MeasureColumns(
+        status=status,
+        latency_s=np.array([m.latency_s for m in ms], dtype=np.float64),
+        input_tokens=tin,
+        input_tokens_known=tin_known,
+        output_tokens=tout,
+        output_tokens_known=tout_known,
+        cost_usd=cost,
+        cost_usd_known=cost_known,
+        llm_calls=calls,
+        llm_calls_known=calls_known,
+        escalated=np.array([m.escalated for m in ms], dtype=bool),
+        empty=np.array([m.empty for m in ms], dtype=bool),
     )

@@ -71,6 +71,7 @@ from replaygate.replay._scenario_io import (
     parse_scenario,
     save_scenario,
     scenario_content_hash,
+    scenario_file_names,
     scenario_files,
     suite_hash,
 )
@@ -131,6 +132,7 @@ __all__ = [
     "parse_scenario",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_file_names",
     "scenario_files",
     "scenario_json_schema",
     "suite_hash",

@@ -25,6 +25,7 @@ __all__ = [
     "parse_scenario_file",
     "save_scenario",
     "scenario_content_hash",
+    "scenario_file_names",
     "scenario_files",
     "suite_hash",
     "suite_hash_of",
@@ -234,6 +235,11 @@ def parse_scenario_file(path: str | os.PathLike[str], raw: bytes) -> Scenario:
 
 def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The scenario files of a golden set: ``*.yaml``/``*.yml`` below it, hidden files excluded."""
+    return [Path(path) for path in scenario_file_names(directory)]
+
+
+def scenario_file_names(directory: str | os.PathLike[str]) -> list[str]:
+    """:func:`scenario_files` as the strings ``os.scandir`` gives (no ``Path`` made per file)."""
     found: list[tuple[tuple[str, ...], str]] = []  # (parts below the root, path): sorted as Paths sort
     folders: list[tuple[tuple[str, ...], str]] = [((), os.fspath(directory))]
     while folders:  # like rglob: symlinked folders are not entered, unreadable ones are skipped
@@ -255,7 +261,7 @@ def scenario_files(directory: str | os.PathLike[str]) -> list[Path]:
         except OSError:
             continue
     found.sort()
-    return [Path(path) for _, path in found]
+    return [path for _, path in found]
 
 
 def load_scenarios(
