@@ -10,11 +10,13 @@ Rows, each with its target and the ratio to it:
   through the CLI (``replaygate run``, its bytecode cached as an installed package has it, after one
   warm-up run; the first run of a set with its scenario cache cold, then a second run reading the
   cache), against the ideal ``ceil(attempts / 64) x 5 ms``, with the CLI's time broken down side by side:
-  its imports (a fresh interpreter importing what ``run`` imports, and genai-prices' table), loading the
-  set (``select_golden``, parsing every file and from a warm ``ScenarioCache``), the in-process run and
-  writing the run file (``save_run`` of the finished run, alone); the peers' figures for
-  the same task are printed as fixed references (Inspect AI 13.5 s / promptfoo 9.8 s for 200 x 5;
-  147 s / 109 s for 2,000 x 5, measured for the issue, not here);
+  its imports (a fresh interpreter importing what ``run`` imports), loading the set (``select_golden``,
+  parsing every file and from a warm ``ScenarioCache``), the in-process run and writing the run file
+  (``save_run`` of the finished run, alone); then one more warm CLI run timed phase by phase inside its
+  own process (imports, the command, loading, the attempts, ``save_run``, the summary, exit handlers, the
+  interpreter's teardown), each against its share of the 3x budget; the peers' figures for the same task
+  are printed as fixed references (Inspect AI 13.5 s / promptfoo 9.8 s for 200 x 5; 147 s / 109 s for
+  2,000 x 5, measured for the issue, not here);
 - ``gate`` on 5,000 scenarios x k=10 with a second baseline (the noise floor): the whole ``replaygate gate``
   command (imports, reading the three run files, gating, writing the four reports) as the only child of
   a process of its own, its wall time, CPU time and peak memory (``RUSAGE_CHILDREN``), after one
@@ -27,6 +29,7 @@ Rows, each with its target and the ratio to it:
 A shared machine shows up in the wall times: compare the rows of one run; the loading, promote and CLI
 rows also print their CPU time and the load average.
 
+    uv run --locked python bench/suite_scale.py [--quick] [--rows import,loading,promote,replay,gate]
     uv run --locked python bench/suite_scale.py [--quick] [--inproc-rounds N]
 
 ``--inproc-rounds N`` runs only the 2,000 x 5 in-process replay row, N times in one process.
@@ -111,13 +114,71 @@ def _cli_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-#: What ``replaygate run`` imports before its first attempt (the command's module and genai-prices).
-RUN_IMPORTS = (
-    "import replaygate.cli._main\n"
-    "import replaygate.cli._run\n"
-    "from replaygate.instrumentation import load_prices\n"
-    "load_prices()"
-)
+#: What ``replaygate run`` imports before its first attempt (genai-prices loads with the first LLM call).
+RUN_IMPORTS = "import replaygate.cli._main\nimport replaygate.cli._run"
+
+
+#: ``replaygate run`` in a process of its own with a clock at each phase (the command's own functions
+#: wrapped): its imports, loading the set, the attempts, writing the run file, the summary, the exit
+#: handlers; the interpreter's teardown is the time from the last handler to the process's end.
+PHASES = r"""
+import atexit, json, sys, time
+t0 = (time.perf_counter(), time.process_time())
+marks = []
+def mark(name):
+    marks.append((name, time.perf_counter(), time.process_time()))
+def dump():
+    mark("exit handlers")
+    out, prev = {}, t0
+    for name, w, c in marks:
+        got = out.setdefault(name, [0.0, 0.0])
+        got[0] += w - prev[0]
+        got[1] += c - prev[1]
+        prev = (w, c)
+    out["at"] = time.time()
+    print("PHASES " + json.dumps(out), file=sys.stderr, flush=True)
+atexit.register(dump)
+import replaygate.cli
+import replaygate.cli._run as run_cli
+import replaygate.replay._runner as runner
+mark("imports")
+def wrap(owner, name, before, after):
+    inner = getattr(owner, name)
+    def timed(*args, **kwargs):
+        if before:
+            mark(before)
+        value = inner(*args, **kwargs)
+        mark(after)
+        return value
+    setattr(owner, name, timed)
+wrap(run_cli, "select_golden", "the command (options, judges)", "load the set (select_golden)")
+wrap(run_cli, "run_suite", "the command (options, judges)", "run: finish (journal removed)")
+wrap(runner, "save_run", "run: the attempts", "run: save_run")
+wrap(run_cli, "_report", None, "summary")
+sys.argv = ["replaygate", *sys.argv[1:]]
+replaygate.cli.main()
+"""
+
+
+def _phases(cmd: list[str], env: dict[str, str]) -> dict[str, tuple[float, float | None]] | None:
+    """Each phase of one ``replaygate run`` (``cmd`` without its console script): (wall, CPU) seconds."""
+    start = time.time()
+    c0 = _children_cpu()
+    done = subprocess.run(
+        [sys.executable, "-c", PHASES, *cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800
+    )
+    end, cpu = time.time(), _children_cpu() - c0
+    line = next((x for x in done.stderr.splitlines() if x.startswith("PHASES ")), None)
+    if done.returncode != 0 or line is None:
+        print(f"   CLI phases run failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+        return None
+    got = json.loads(line.removeprefix("PHASES "))
+    parts: dict[str, tuple[float, float | None]] = {k: (v[0], v[1]) for k, v in got.items() if k != "at"}
+    parts["teardown (after the exit handlers)"] = (end - got["at"], None)
+    inside = sum(w for w, _ in parts.values())
+    parts["interpreter start"] = (end - start - inside, None)
+    parts["the whole process"] = (end - start, cpu)
+    return parts
 
 
 def _fresh(code: str, env: dict[str, str]) -> tuple[float, float]:
@@ -319,6 +380,9 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
             )
         else:
             _breakdown(wall, cpu, ideal, imports, parsed, cached, inproc, (write_wall, write_cpu), size_mb)
+            phases = _phases(cmd[1:], env)
+            if phases is not None:
+                _phase_rows(phases, ideal)
 
 
 def _breakdown(
@@ -355,6 +419,26 @@ def _breakdown(
         f"     {'the CLI run':38s} {wall:8.3f} s | {cpu:6.3f} s  = {wall / ideal:4.1f}x ideal "
         f"(the rest {wall - total[0]:+.3f} s: interpreter start, the command, its summary)"
     )
+
+
+#: What each phase of the CLI run may take for the run to be within 3x the ideal with the runner at
+#: 1.2 s (2,000 x 5): imports 0.3 s, loading 0.3 s, the rest (run file, summary, teardown) 0.4 s.
+PHASE_BUDGETS = {
+    "imports": 0.3,
+    "load the set (select_golden)": 0.3,
+    "run: save_run": 0.3,
+    "teardown (after the exit handlers)": 0.1,
+}
+
+
+def _phase_rows(phases: dict[str, tuple[float, float | None]], ideal: float) -> None:
+    """One more warm CLI run, timed inside its own process phase by phase (wall | CPU)."""
+    print(f"   one more warm CLI run, phase by phase inside its process (wall | CPU; {_load()}):")
+    for name, (w, c) in phases.items():
+        cpu = f"{c:6.3f} s" if c is not None else "     - "
+        budget = PHASE_BUDGETS.get(name)
+        note = f"  {w / budget:4.2f}x of its budget {budget:g} s" if budget else ""
+        print(f"     {name:38s} {w:8.3f} s | {cpu}  = {w / ideal:4.1f}x ideal{note}")
 
 
 def _gate_child(folder: str) -> None:
@@ -498,7 +582,16 @@ def main() -> int:
         default=0,
         help="only the in-process 2,000 x 5 row, N times",
     )
+    parser.add_argument(
+        "--rows",
+        default="import,loading,promote,replay,gate",
+        help="comma-separated: which rows to run (import, loading, promote, replay, gate) [all]",
+    )
     args = parser.parse_args()
+    rows = set(args.rows.split(","))
+    unknown = rows - {"import", "loading", "promote", "replay", "gate"}
+    if unknown:
+        parser.error(f"--rows: unknown {sorted(unknown)}")
     if args.gate_child:
         _gate_child(args.gate_child)
         return 0
@@ -522,11 +615,16 @@ def main() -> int:
             sets[n] = tmp / f"golden-{n}"
             make_golden(sets[n], n)
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        bench_import(7, tmp)
-        bench_loading(sets)
-        bench_promote(sets, tmp)
-        bench_replay(sets, [200, 2000], tmp)
-        bench_gate(tmp, 2000 if args.quick else 5000)
+        if "import" in rows:
+            bench_import(7, tmp)
+        if "loading" in rows:
+            bench_loading(sets)
+        if "promote" in rows:
+            bench_promote(sets, tmp)
+        if "replay" in rows:
+            bench_replay(sets, [200, 2000], tmp)
+        if "gate" in rows:
+            bench_gate(tmp, 2000 if args.quick else 5000)
     return 0
 
 

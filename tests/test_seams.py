@@ -105,6 +105,7 @@ WHITE_BOX = {
     ("tests/collect/test_end_to_end_postgres.py", "replaygate.web"): "closes the page's canary controller",
     ("tests/golden/test_index.py", "replaygate.replay"): "counts the files the loader parses",
     ("bench/suite_scale.py", "replaygate.replay"): "times the pure-Python loader beside libyaml",
+    ("bench/suite_scale.py", "replaygate.cli"): "times the gate and run commands' stages in-process",
 }
 
 

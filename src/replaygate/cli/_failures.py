@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
-import sqlite3
+import sys
 
 import yaml
 from pydantic import ValidationError
@@ -36,7 +36,10 @@ def _os_error(exc: OSError) -> str:
 
 
 def _is_database_error(exc: BaseException) -> bool:
-    return type(exc).__module__.split(".")[0] == "sqlalchemy" or isinstance(exc, sqlite3.Error)
+    sqlite3 = sys.modules.get("sqlite3")  # not imported here: a process without it has no error of it
+    return type(exc).__module__.split(".")[0] == "sqlalchemy" or (
+        sqlite3 is not None and isinstance(exc, sqlite3.Error)
+    )
 
 
 def describe_failure(exc: BaseException) -> str:

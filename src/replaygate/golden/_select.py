@@ -7,7 +7,9 @@ file that is invalid is an error whether or not it would be selected (its bytes 
 indexed, so its entry says nothing). The content hashes of the selected scenarios whose files match
 their entries come from the index (:attr:`Selection.content_hashes`: the run's suite hash without hashing
 those scenarios again). With a :class:`~replaygate.replay.ScenarioCache` (``replaygate run`` passes one), a
-file whose bytes were parsed before is read from the cache's JSON instead of its YAML.
+file whose bytes were parsed before is read from the cache's JSON instead of its YAML. The objects alive
+before the load stay out of the garbage collector's passes while it runs (``old_objects_frozen``): the
+thousands of scenarios it makes would otherwise make the collector walk the whole heap, again and again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from replaygate.replay import (
     ScenarioCache,
     ScenarioError,
     load_scenario,
+    old_objects_frozen,
     parse_scenario_file,
     select_scenarios,
 )
@@ -32,6 +35,9 @@ from replaygate.golden._goldenset import GoldenSet
 from replaygate.golden._index import IndexEntry, file_hash, index_prefix, relative_name
 
 __all__ = ["Selection", "select_golden"]
+
+#: The collector's first threshold while a set loads (as the runner's): fewer passes over new scenarios.
+_FIRST_THRESHOLD = 50_000
 
 
 @dataclass(frozen=True)
@@ -88,33 +94,34 @@ def select_golden(
     where: dict[str, Path] = {}
     held_out = 0
     prefix = index_prefix(golden.path)
-    for path in files:
-        raw = _read(path)
-        found = by_file.get(relative_name(path, golden.path, prefix)) if index else None
-        entry = None
-        if raw is not None and found is not None and found[0] == path.stem:
-            entry = found[1] if file_hash(raw) == found[1].file_hash else None
-        if entry is not None and _ruled_out(entry, tier, wanted):
-            held_out += entry.holdout and tier not in HOLDOUT_TIERS
-            continue
-        try:
-            if raw is None:
-                scenario = load_scenario(path)  # says why the file cannot be read
-            elif cache is not None:
-                scenario = cache.parse(path, raw)
-            else:
-                scenario = parse_scenario_file(path, raw)
-        except ScenarioError as exc:
-            problems.append(str(exc))
-            continue
-        if scenario.id in where:
-            other = where[scenario.id]
-            problems.append(f"{path}:1: id {scenario.id!r} is also used by {other}; ids are unique")
-            continue
-        where[scenario.id] = path
-        every.append(scenario)
-        if entry is not None and entry.content_hash is not None:
-            known[scenario.id] = entry.content_hash
+    with old_objects_frozen(first_threshold=_FIRST_THRESHOLD):
+        for path in files:
+            raw = _read(path)
+            found = by_file.get(relative_name(path, golden.path, prefix)) if index else None
+            entry = None
+            if raw is not None and found is not None and found[0] == path.stem:
+                entry = found[1] if file_hash(raw) == found[1].file_hash else None
+            if entry is not None and _ruled_out(entry, tier, wanted):
+                held_out += entry.holdout and tier not in HOLDOUT_TIERS
+                continue
+            try:
+                if raw is None:
+                    scenario = load_scenario(path)  # says why the file cannot be read
+                elif cache is not None:
+                    scenario = cache.parse(path, raw)
+                else:
+                    scenario = parse_scenario_file(path, raw)
+            except ScenarioError as exc:
+                problems.append(str(exc))
+                continue
+            if scenario.id in where:
+                other = where[scenario.id]
+                problems.append(f"{path}:1: id {scenario.id!r} is also used by {other}; ids are unique")
+                continue
+            where[scenario.id] = path
+            every.append(scenario)
+            if entry is not None and entry.content_hash is not None:
+                known[scenario.id] = entry.content_hash
     if cache is not None:
         cache.save()
     if problems:

@@ -37,156 +37,372 @@ endpoint) writes the next turn, every turn goes through the session, and the att
 from JSON instead of YAML; errors are those of a parse, since only valid files are ever cached.
 """
 
-from replaygate.replay._artifacts import read_artifacts
-from replaygate.replay._attempt import Scorer
-from replaygate.replay._attempt_line import AttemptFields, attempt_fields, parse_attempt_line
-from replaygate.replay._bounded import (
-    MAX_YAML_BYTES,
-    BoundedDictReader,
-    check_format_version,
-    load_json_bounded,
-    load_yaml_bounded,
-    read_text_bounded,
-    validation_summary,
-)
-from replaygate.replay._calibrate import CALIBRATION_LABELS, CalibrationResult, calibrate_judge, load_labels
-from replaygate.replay._candidate import Candidate, declared_versions, load_config
-from replaygate.replay._errors import (
-    JudgeError,
-    ReplayError,
-    RunFileError,
-    ScenarioError,
-    TargetError,
-)
-from replaygate.replay._filelock import LockBusyError, exclusive_lock
-from replaygate.replay._fingerprint import (
-    build_fingerprint,
-    fingerprint_differences,
-    git_commit,
-    judge_identity,
-)
-from replaygate.replay._gc import old_objects_frozen
-from replaygate.replay._http_target import HttpTarget
-from replaygate.replay._journal import (
-    JournalWriter,
-    journal_path,
-    read_journal,
-    read_journal_fingerprint,
-    restore_journal,
-)
-from replaygate.replay._judges import (
-    Judge,
-    JudgeVerdict,
-    create_judge,
-    create_judges,
-    judges_from_fingerprint,
-    register_judge,
-)
-from replaygate.replay._llm_judge import LlmJudge
-from replaygate.replay._measures import (
-    NO_LLM_CALL,
-    GuardrailMeasures,
-    MeasureColumns,
-    call_cost,
-    compute_measures,
-    guardrail_measures,
-    guardrail_measures_columns,
-    measure_columns,
-    percentile,
-    scored_attempts,
-)
-from replaygate.replay._merge import merge_runs
-from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
-from replaygate.replay._progress import ProgressCallback, ProgressLines
-from replaygate.replay._regex import needs_backtracking
-from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
-from replaygate.replay._run_summary import (
-    error_lines,
-    guardrail_summary,
-    summarize_attempts,
-    summary_headline,
-    summary_lines,
-)
-from replaygate.replay._run_summary_model import GuardrailSummary, RetrievalSummary, RunSummary
-from replaygate.replay._runcolumns import RunColumns, scan_run_columns
-from replaygate.replay._runfile import (
-    RUN_FORMAT_VERSION,
-    Attempt,
-    AttemptStatus,
-    CheckResult,
-    ConversationTurn,
-    Fingerprint,
-    JudgeResult,
-    Measures,
-    RetrievalScores,
-    RunFile,
-    ScenarioEntry,
-    attempt_digest,
-    attempts_digest,
-    content_hash,
-    digest_of,
-    load_run,
-    save_run,
-)
-from replaygate.replay._runner import RunOptions, run_suite, run_suite_async
-from replaygate.replay._runscan import scan_run, scan_run_fields
-from replaygate.replay._scenario import (
-    ORIGINS,
-    STATES,
-    TIERS,
-    ActiveStatus,
-    ChangelogEntry,
-    Check,
-    ContainsCheck,
-    ContextRelevanceJudgeSpec,
-    ExpectedLabelCheck,
-    ExpectedToolsCheck,
-    Followups,
-    ForbiddenOutputRegexCheck,
-    ForbiddenToolsCheck,
-    GroundednessJudgeSpec,
-    JsonSchemaCheck,
-    JudgeSpec,
-    KnownFailureStatus,
-    MaxCharsCheck,
-    MaxStepsCheck,
-    NotContainsCheck,
-    OutputRegexCheck,
-    QuarantinedStatus,
-    RetiredStatus,
-    RetrievalLabels,
-    Scenario,
-    ScriptRule,
-    StopWhen,
-    ToolArgsCheck,
-    ValuesFromToolsCheck,
-    dump_scenario,
-    load_scenario,
-    load_scenarios,
-    parse_scenario,
-    save_scenario,
-    scenario_content_hash,
-    scenario_file_names,
-    scenario_files,
-    scenario_json_schema,
-    suite_hash,
-)
-from replaygate.replay._scenario_cache import ScenarioCache
-from replaygate.replay._scenario_io import parse_scenario_file, suite_hash_of, write_atomic
-from replaygate.replay._scenario_model import ID_PATTERN
-from replaygate.replay._scoring import ScoreOutcome, score_attempt
-from replaygate.replay._selection import DEFAULT_STATUSES, HOLDOUT_TIERS, counts_in_gate, select_scenarios
-from replaygate.replay._shard import in_shard, parse_shard
-from replaygate.replay._simulator import (
-    LlmSimulator,
-    ScriptedSimulator,
-    Simulator,
-    SimulatorError,
-    create_simulator,
-)
-from replaygate.replay._target import CallableTarget, Target, TargetOutput, load_target
-from replaygate.replay._versioned import load_versioned
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from replaygate.replay.version import __version__
+
+if TYPE_CHECKING:  # at run time each name loads its module on first use (PEP 562 ``__getattr__``)
+    from replaygate.replay._artifacts import read_artifacts
+    from replaygate.replay._attempt import Scorer
+    from replaygate.replay._attempt_line import AttemptFields, attempt_fields, parse_attempt_line
+    from replaygate.replay._bounded import (
+        MAX_YAML_BYTES,
+        BoundedDictReader,
+        check_format_version,
+        load_json_bounded,
+        load_yaml_bounded,
+        read_text_bounded,
+        validation_summary,
+    )
+    from replaygate.replay._calibrate import (
+        CALIBRATION_LABELS,
+        CalibrationResult,
+        calibrate_judge,
+        load_labels,
+    )
+    from replaygate.replay._candidate import Candidate, declared_versions, load_config
+    from replaygate.replay._errors import (
+        JudgeError,
+        ReplayError,
+        RunFileError,
+        ScenarioError,
+        TargetError,
+    )
+    from replaygate.replay._filelock import LockBusyError, exclusive_lock
+    from replaygate.replay._fingerprint import (
+        build_fingerprint,
+        fingerprint_differences,
+        git_commit,
+        judge_identity,
+    )
+    from replaygate.replay._gc import old_objects_frozen
+    from replaygate.replay._http_target import HttpTarget
+    from replaygate.replay._journal import (
+        JournalWriter,
+        journal_path,
+        read_journal,
+        read_journal_fingerprint,
+        restore_journal,
+    )
+    from replaygate.replay._judges import (
+        Judge,
+        JudgeVerdict,
+        create_judge,
+        create_judges,
+        judges_from_fingerprint,
+        register_judge,
+    )
+    from replaygate.replay._llm_judge import LlmJudge
+    from replaygate.replay._measures import (
+        NO_LLM_CALL,
+        GuardrailMeasures,
+        MeasureColumns,
+        call_cost,
+        compute_measures,
+        guardrail_measures,
+        guardrail_measures_columns,
+        measure_columns,
+        percentile,
+        scored_attempts,
+    )
+    from replaygate.replay._merge import merge_runs
+    from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
+    from replaygate.replay._progress import ProgressCallback, ProgressLines
+    from replaygate.replay._regex import needs_backtracking
+    from replaygate.replay._retrieval_metrics import retrieval_metrics, retrieval_summary
+    from replaygate.replay._run_summary import (
+        error_lines,
+        guardrail_summary,
+        summarize_attempts,
+        summary_headline,
+        summary_lines,
+    )
+    from replaygate.replay._run_summary_model import GuardrailSummary, RetrievalSummary, RunSummary
+    from replaygate.replay._runcolumns import RunColumns, scan_run_columns
+    from replaygate.replay._runfile import (
+        RUN_FORMAT_VERSION,
+        Attempt,
+        AttemptStatus,
+        CheckResult,
+        ConversationTurn,
+        Fingerprint,
+        JudgeResult,
+        Measures,
+        RetrievalScores,
+        RunFile,
+        ScenarioEntry,
+        attempt_digest,
+        attempts_digest,
+        content_hash,
+        digest_of,
+        load_run,
+        save_run,
+    )
+    from replaygate.replay._runner import RunOptions, run_suite, run_suite_async
+    from replaygate.replay._runscan import scan_run, scan_run_fields
+    from replaygate.replay._scenario import (
+        ORIGINS,
+        STATES,
+        TIERS,
+        ActiveStatus,
+        ChangelogEntry,
+        Check,
+        ContainsCheck,
+        ContextRelevanceJudgeSpec,
+        ExpectedLabelCheck,
+        ExpectedToolsCheck,
+        Followups,
+        ForbiddenOutputRegexCheck,
+        ForbiddenToolsCheck,
+        GroundednessJudgeSpec,
+        JsonSchemaCheck,
+        JudgeSpec,
+        KnownFailureStatus,
+        MaxCharsCheck,
+        MaxStepsCheck,
+        NotContainsCheck,
+        OutputRegexCheck,
+        QuarantinedStatus,
+        RetiredStatus,
+        RetrievalLabels,
+        Scenario,
+        ScriptRule,
+        StopWhen,
+        ToolArgsCheck,
+        ValuesFromToolsCheck,
+        dump_scenario,
+        load_scenario,
+        load_scenarios,
+        parse_scenario,
+        save_scenario,
+        scenario_content_hash,
+        scenario_file_names,
+        scenario_files,
+        scenario_json_schema,
+        suite_hash,
+    )
+    from replaygate.replay._scenario_cache import ScenarioCache
+    from replaygate.replay._scenario_io import parse_scenario_file, suite_hash_of, write_atomic
+    from replaygate.replay._scenario_model import ID_PATTERN
+    from replaygate.replay._scoring import ScoreOutcome, score_attempt
+    from replaygate.replay._selection import DEFAULT_STATUSES, HOLDOUT_TIERS, counts_in_gate, select_scenarios
+    from replaygate.replay._shard import in_shard, parse_shard
+    from replaygate.replay._simulator import (
+        LlmSimulator,
+        ScriptedSimulator,
+        Simulator,
+        SimulatorError,
+        create_simulator,
+    )
+    from replaygate.replay._target import CallableTarget, Target, TargetOutput, load_target
+    from replaygate.replay._versioned import load_versioned
+
+#: Each public name and the private module that defines it (loaded when the name is first used).
+_MODULES: dict[str, str] = {
+    "read_artifacts": "_artifacts",
+    "Scorer": "_attempt",
+    **dict.fromkeys(("AttemptFields", "attempt_fields", "parse_attempt_line"), "_attempt_line"),
+    **dict.fromkeys(
+        (
+            "MAX_YAML_BYTES",
+            "BoundedDictReader",
+            "check_format_version",
+            "load_json_bounded",
+            "load_yaml_bounded",
+            "read_text_bounded",
+            "validation_summary",
+        ),
+        "_bounded",
+    ),
+    **dict.fromkeys(
+        (
+            "CALIBRATION_LABELS",
+            "CalibrationResult",
+            "calibrate_judge",
+            "load_labels",
+        ),
+        "_calibrate",
+    ),
+    **dict.fromkeys(("Candidate", "declared_versions", "load_config"), "_candidate"),
+    **dict.fromkeys(("JudgeError", "ReplayError", "RunFileError", "ScenarioError", "TargetError"), "_errors"),
+    **dict.fromkeys(("LockBusyError", "exclusive_lock"), "_filelock"),
+    **dict.fromkeys(
+        (
+            "build_fingerprint",
+            "fingerprint_differences",
+            "git_commit",
+            "judge_identity",
+        ),
+        "_fingerprint",
+    ),
+    "old_objects_frozen": "_gc",
+    "HttpTarget": "_http_target",
+    **dict.fromkeys(
+        (
+            "JournalWriter",
+            "journal_path",
+            "read_journal",
+            "read_journal_fingerprint",
+            "restore_journal",
+        ),
+        "_journal",
+    ),
+    **dict.fromkeys(
+        (
+            "Judge",
+            "JudgeVerdict",
+            "create_judge",
+            "create_judges",
+            "judges_from_fingerprint",
+            "register_judge",
+        ),
+        "_judges",
+    ),
+    "LlmJudge": "_llm_judge",
+    **dict.fromkeys(
+        (
+            "NO_LLM_CALL",
+            "GuardrailMeasures",
+            "MeasureColumns",
+            "call_cost",
+            "compute_measures",
+            "guardrail_measures",
+            "guardrail_measures_columns",
+            "measure_columns",
+            "percentile",
+            "scored_attempts",
+        ),
+        "_measures",
+    ),
+    "merge_runs": "_merge",
+    **dict.fromkeys(("OfflineContextRelevanceJudge", "OfflineGroundednessJudge"), "_offline_judge"),
+    **dict.fromkeys(("ProgressCallback", "ProgressLines"), "_progress"),
+    "needs_backtracking": "_regex",
+    **dict.fromkeys(("retrieval_metrics", "retrieval_summary"), "_retrieval_metrics"),
+    **dict.fromkeys(
+        (
+            "error_lines",
+            "guardrail_summary",
+            "summarize_attempts",
+            "summary_headline",
+            "summary_lines",
+        ),
+        "_run_summary",
+    ),
+    **dict.fromkeys(("GuardrailSummary", "RetrievalSummary", "RunSummary"), "_run_summary_model"),
+    **dict.fromkeys(("RunColumns", "scan_run_columns"), "_runcolumns"),
+    **dict.fromkeys(
+        (
+            "RUN_FORMAT_VERSION",
+            "Attempt",
+            "AttemptStatus",
+            "CheckResult",
+            "ConversationTurn",
+            "Fingerprint",
+            "JudgeResult",
+            "Measures",
+            "RetrievalScores",
+            "RunFile",
+            "ScenarioEntry",
+            "attempt_digest",
+            "attempts_digest",
+            "content_hash",
+            "digest_of",
+            "load_run",
+            "save_run",
+        ),
+        "_runfile",
+    ),
+    **dict.fromkeys(("RunOptions", "run_suite", "run_suite_async"), "_runner"),
+    **dict.fromkeys(("scan_run", "scan_run_fields"), "_runscan"),
+    **dict.fromkeys(
+        (
+            "ORIGINS",
+            "STATES",
+            "TIERS",
+            "ActiveStatus",
+            "ChangelogEntry",
+            "Check",
+            "ContainsCheck",
+            "ContextRelevanceJudgeSpec",
+            "ExpectedLabelCheck",
+            "ExpectedToolsCheck",
+            "Followups",
+            "ForbiddenOutputRegexCheck",
+            "ForbiddenToolsCheck",
+            "GroundednessJudgeSpec",
+            "JsonSchemaCheck",
+            "JudgeSpec",
+            "KnownFailureStatus",
+            "MaxCharsCheck",
+            "MaxStepsCheck",
+            "NotContainsCheck",
+            "OutputRegexCheck",
+            "QuarantinedStatus",
+            "RetiredStatus",
+            "RetrievalLabels",
+            "Scenario",
+            "ScriptRule",
+            "StopWhen",
+            "ToolArgsCheck",
+            "ValuesFromToolsCheck",
+            "dump_scenario",
+            "load_scenario",
+            "load_scenarios",
+            "parse_scenario",
+            "save_scenario",
+            "scenario_content_hash",
+            "scenario_file_names",
+            "scenario_files",
+            "scenario_json_schema",
+            "suite_hash",
+        ),
+        "_scenario",
+    ),
+    "ScenarioCache": "_scenario_cache",
+    **dict.fromkeys(("parse_scenario_file", "suite_hash_of", "write_atomic"), "_scenario_io"),
+    "ID_PATTERN": "_scenario_model",
+    **dict.fromkeys(("ScoreOutcome", "score_attempt"), "_scoring"),
+    **dict.fromkeys(
+        (
+            "DEFAULT_STATUSES",
+            "HOLDOUT_TIERS",
+            "counts_in_gate",
+            "select_scenarios",
+        ),
+        "_selection",
+    ),
+    **dict.fromkeys(("in_shard", "parse_shard"), "_shard"),
+    **dict.fromkeys(
+        (
+            "LlmSimulator",
+            "ScriptedSimulator",
+            "Simulator",
+            "SimulatorError",
+            "create_simulator",
+        ),
+        "_simulator",
+    ),
+    **dict.fromkeys(("CallableTarget", "Target", "TargetOutput", "load_target"), "_target"),
+    "load_versioned": "_versioned",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """Load a public name's module on first use (PEP 562) and keep the name in the package."""
+        module = _MODULES.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ActiveStatus",

@@ -3,17 +3,20 @@
 Judge modules (``_llm_judge``, ``_offline_judge``, a team's own) import this module and register their
 factories with ``@register_judge("name")``; ``_judges`` creates judges from the registry. Keeping the
 registry below both is what lets ``_judges`` import the built-in judges at the top, without a cycle.
+The LLM judge (its response models, its HTTP client) is loaded when ``llm`` is first asked for
+(:func:`factory`, :func:`register_judge`), so an offline run does not import it.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from replaygate.instrumentation import Chunk
 
-__all__ = ["REGISTRY", "Judge", "JudgeMode", "JudgeVerdict", "register_judge"]
+__all__ = ["ON_USE", "REGISTRY", "Judge", "JudgeMode", "JudgeVerdict", "factory", "register_judge"]
 
 JudgeMode = Literal["answer", "claims"]
 
@@ -61,16 +64,25 @@ class Judge(Protocol):
 F = TypeVar("F", bound=Callable[..., Any])
 REGISTRY: dict[str, Callable[..., Any]] = {}
 """Judge factories by name; filled by :func:`register_judge` (the built-in judges register on import)."""
+#: Built-in judges whose module is imported the first time their name is asked for.
+ON_USE: dict[str, str] = {"llm": "replaygate.replay._llm_judge"}
+
+
+def factory(name: str) -> Callable[..., Any] | None:
+    """The factory registered under ``name`` (importing a built-in judge's module first), or None."""
+    if name not in REGISTRY and name in ON_USE:
+        importlib.import_module(ON_USE[name])
+    return REGISTRY.get(name)
 
 
 def register_judge(name: str) -> Callable[[F], F]:
     """Register a judge factory (class or function) under ``name`` for :func:`create_judge`."""
 
-    def decorate(factory: F) -> F:
-        existing = REGISTRY.get(name)
-        if existing is not None and existing is not factory:
+    def decorate(made: F) -> F:
+        existing = factory(name)  # a built-in's name is taken even before its module is loaded
+        if existing is not None and existing is not made:
             raise ValueError(f"a judge named {name!r} is already registered ({existing!r})")
-        REGISTRY[name] = factory
-        return factory
+        REGISTRY[name] = made
+        return made
 
     return decorate

@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from replaygate.replay._errors import JudgeError
-from replaygate.replay._judge_registry import REGISTRY, Judge, JudgeVerdict, register_judge
-from replaygate.replay._llm_judge import LlmJudge
+from replaygate.replay._judge_registry import ON_USE, REGISTRY, Judge, JudgeVerdict, factory, register_judge
 from replaygate.replay._offline_judge import OfflineContextRelevanceJudge, OfflineGroundednessJudge
 from replaygate.replay._runfile import Fingerprint, JudgeSpec
 
@@ -42,14 +41,15 @@ __all__ = [
     "registered_judges",
 ]
 
-BUILTIN_JUDGES = (LlmJudge, OfflineContextRelevanceJudge, OfflineGroundednessJudge)  # registered on import
+#: Registered on import; the LLM judge registers when ``llm`` is first asked for (``ON_USE``).
+BUILTIN_JUDGES = (OfflineContextRelevanceJudge, OfflineGroundednessJudge)
 _SECRET_ARGS = frozenset({"api_key"})
 _SPEC_ATTR = "_replaygate_judge_spec"
 
 
 def registered_judges() -> list[str]:
     """The names of all registered judge factories."""
-    return sorted(REGISTRY)
+    return sorted(set(REGISTRY) | set(ON_USE))
 
 
 def create_judge(name: str, **args: Any) -> Judge:
@@ -58,12 +58,12 @@ def create_judge(name: str, **args: Any) -> Judge:
     Raises:
         JudgeError: no judge is registered under ``name``, or the factory rejected the arguments.
     """
-    factory = REGISTRY.get(name)
-    if factory is None:
-        known = ", ".join(sorted(REGISTRY)) or "none"
+    made = factory(name)
+    if made is None:
+        known = ", ".join(registered_judges()) or "none"
         raise JudgeError(f"unknown judge {name!r}; registered judges: {known}")
     try:
-        judge = factory(**args)
+        judge = made(**args)
     except TypeError as exc:
         raise JudgeError(f"judge {name!r} cannot be created with {sorted(args)}: {exc}") from None
     recorded = {k: v for k, v in args.items() if k not in _SECRET_ARGS}

@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import numpy as np
-from numpy.typing import NDArray
 from replaygate.instrumentation import LlmCall, TraceSummary, call_cost
 from replaygate.replay._runfile import Measures
+
+if TYPE_CHECKING:  # numpy loads with the columns (the gate's), not with the scoring of a run
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "LLM_CALLS_KEY",
@@ -364,6 +366,8 @@ def guardrail_measures_columns(c: MeasureColumns) -> GuardrailMeasures:
 
 def measure_columns(attempts: Sequence[_Measured]) -> MeasureColumns:
     """The :class:`MeasureColumns` of a sequence of attempts (their statuses and measures, in order)."""
+    import numpy as np  # here: a run scores and summarizes without numpy
+
     ms = [a.measures for a in attempts]
     status = np.array([_STATUS_CODE[a.status] for a in attempts], dtype=np.uint8)
 

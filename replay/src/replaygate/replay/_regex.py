@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -134,7 +135,9 @@ class ScenarioRegex:
         self._linear = _re2(pattern)
         if self._linear is None:
             try:
-                re.compile(pattern)
+                with warnings.catch_warnings():  # e.g. FutureWarning "possible nested set" for '[['
+                    warnings.simplefilter("ignore")
+                    re.compile(pattern)
             except re.error as exc:
                 raise ValueError(
                     f"invalid regular expression {pattern!r}: {exc}; fix the pattern (RE2/Python syntax)"

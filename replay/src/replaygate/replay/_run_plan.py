@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
-from replaygate.instrumentation import load_prices
 from replaygate.replay._attempt import Scorer
 from replaygate.replay._candidate import declared_versions
 from replaygate.replay._errors import ReplayError, RunFileError, TargetError
@@ -157,7 +156,8 @@ def plan_run(
     the_target = load_target(target, timeout_s=opts.timeout_s)
     conversational = any(s.followups is not None for s in scenarios)
     the_simulator = (opts.simulator or ScriptedSimulator(opts.seed)) if conversational else None
-    load_prices()  # before the first attempt: scoring prices LLM calls
+    # genai-prices (0.2 s of price data) loads when the first LLM call is priced: a run without one never
+    # imports it (call_cost loads it)
     out = Path(opts.out_path)
     jpath = journal_path(out)
     repeats = opts.repeats
