@@ -210,6 +210,7 @@ def stages(calls: int = 1000) -> None:
         StoreSpanExporter,
         TraceStore,
         configure,
+        health,
         record_to_row,
         shutdown,
         span_to_record,
@@ -246,16 +247,164 @@ def stages(calls: int = 1000) -> None:
                 exporter.export(spans[i : i + 512])
             exporter.shutdown()
 
+        def worker_cpu() -> float:
+            """The store worker's CPU us/span for the whole batch path (redaction too), on its thread."""
+            handle = configure(
+                tracer_provider=TracerProvider(),
+                store=str(Path(d) / f"s{next(made)}.db"),
+                otlp_endpoint=False,
+                langfuse=False,
+                max_queue_size=1 << 20,
+            )
+            assert handle.pipeline is not None
+            clock = _export_thread_clock()
+            done = health()["exporters"].get("store", {}).get("exported_spans", 0) + len(spans)
+            before = time.clock_gettime(clock)
+            for span in spans:
+                handle.pipeline.on_end(span)
+            while health()["exporters"].get("store", {}).get("exported_spans", 0) < done:
+                time.sleep(0.002)
+            used = time.clock_gettime(clock) - before
+            shutdown(10)
+            return 1e6 * used / len(spans)
+
+        rows = [record_to_row(r) for r in records]
+        trace_rows = [[tuple(v.values()) for v in BatchRows(b).rows(set(), dict, {})] for b in batches]
         figures = {
+            "floor: OTel SDK alone, 4 spans, no-op processor": _floor_sdk(calls),
+            "agent thread: decorator + helpers + SDK, no sink": _floor_agent(calls),
+            "floor: sqlite3 executemany of prepared rows": _floor_sqlite(rows, trace_rows),
             "span -> record (normalise)": best(lambda: [span_to_record(s) for s in spans]),
             "record -> span row (JSON)": best(lambda: [record_to_row(r) for r in records]),
             "trace rows (BatchRows)": best(lambda: [BatchRows(b) for b in batches]),
             "write_spans (rows + trace rows + SQL)": best(write),
             "StoreSpanExporter.export (all but redaction)": best(export),
+            "the store worker's whole path (redaction too)": min(worker_cpu() for _ in range(3)),
         }
     print(f"stages of the store's export path, CPU us/span over {len(spans)} spans (best of 5):")
     for name, us in figures.items():
-        print(f"  {name:46} {us:7.1f}")
+        print(f"  {name:52} {us:7.1f}")
+    print(f"  {'memory of one queued span (bytes, tracemalloc)':52} {_queue_bytes_per_span():7.0f}")
+
+
+def _floor_sdk(calls: int) -> float:
+    """CPU us/span of the OpenTelemetry SDK alone: the bench agent's 4 spans and attributes, a no-op sink."""
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+    class Noop(SpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            pass
+
+        def on_end(self, span: Any) -> None:
+            pass
+
+    provider = TracerProvider()
+    provider.add_span_processor(Noop())
+    tracer = provider.get_tracer("floor")
+    docs = '[{"id":"doc-0","rank":1,"score":0.9,"content":"Orders ship in 2 days."}]'
+
+    def call(i: int) -> None:
+        agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench-agent"}
+        agent |= {"openinference.span.kind": "AGENT", "replaygate.failure.reasons": (), "input.value": "{}"}
+        with tracer.start_as_current_span("invoke_agent bench-agent", attributes=agent) as span:
+            with tracer.start_as_current_span("retrieval kb") as r:
+                r.set_attributes({"gen_ai.operation.name": "retrieval"})
+                r.set_attributes({"openinference.span.kind": "RETRIEVER"})
+                r.set_attributes({"gen_ai.data_source.id": "kb", "replaygate.retrieval.query": "where"})
+                r.set_attributes({"gen_ai.retrieval.query.text": "where", "input.value": "where"})
+                r.set_attributes({"gen_ai.retrieval.documents": docs, "output.value": docs})
+                r.set_attributes({"retrieval.documents.0.document.id": "doc-0"})
+                r.set_attributes({"retrieval.documents.0.document.score": 0.9})
+                r.set_attributes({"retrieval.documents.0.document.content": "Orders ship in 2 days."})
+            with tracer.start_as_current_span("execute_tool lookup_order") as t:
+                t.set_attributes({"gen_ai.operation.name": "execute_tool", "openinference.span.kind": "TOOL"})
+                t.set_attributes({"gen_ai.tool.name": "lookup_order", "tool.name": "lookup_order"})
+                t.set_attributes({"gen_ai.tool.call.arguments": "{}", "input.value": "{}"})
+                t.set_attributes({"gen_ai.tool.call.result": "{}", "output.value": "{}"})
+            with tracer.start_as_current_span("chat gpt-4o-mini") as m:
+                m.set_attributes({"gen_ai.operation.name": "chat", "openinference.span.kind": "LLM"})
+                m.set_attributes({"gen_ai.request.model": "gpt-4o-mini", "llm.model_name": "gpt-4o-mini"})
+                m.set_attributes({"gen_ai.provider.name": "openai", "llm.provider": "openai"})
+                m.set_attributes({"gen_ai.usage.input_tokens": 400 + i, "gen_ai.usage.output_tokens": 40})
+                m.set_attributes({"llm.token_count.prompt": 400 + i, "llm.token_count.completion": 40})
+                m.set_attributes({"output.value": "It ships.", "gen_ai.output.messages": "[]"})
+            span.set_attribute("output.value", "It ships tomorrow.")
+
+    for i in range(100):
+        call(i)
+    start = time.thread_time()
+    for i in range(calls):
+        call(i)
+    return 1e6 * (time.thread_time() - start) / (calls * SPANS_PER_CALL)
+
+
+def _floor_agent(calls: int) -> float:
+    """CPU us/span of the agent thread with replaygate's decorator, helpers and processors, no exporter."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from replaygate.instrumentation import configure, shutdown
+
+    configure(tracer_provider=TracerProvider(), store=None, otlp_endpoint=False, langfuse=False)
+    _agent_calls(100)
+    start = time.thread_time()
+    _agent_calls(calls)
+    used = time.thread_time() - start
+    shutdown(5)
+    return 1e6 * used / (calls * SPANS_PER_CALL)
+
+
+def _floor_sqlite(rows: list[tuple[Any, ...]], trace_rows: list[list[tuple[Any, ...]]]) -> float:
+    """CPU us/span of sqlite3 alone: executemany of prepared span and trace rows, one transaction a batch."""
+    import sqlite3
+
+    from replaygate.instrumentation import TRACE_COLUMNS, TraceStore
+
+    with tempfile.TemporaryDirectory() as d:
+        TraceStore(str(Path(d) / "f.db")).close()  # the store's schema and indexes
+        conn = sqlite3.connect(str(Path(d) / "f.db"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        span_sql = f"INSERT OR REPLACE INTO trace_spans VALUES ({', '.join('?' * len(rows[0]))})"
+        trace_sql = f"INSERT OR REPLACE INTO trace_traces ({', '.join(TRACE_COLUMNS)}) VALUES "
+        trace_sql += f"({', '.join('?' * len(TRACE_COLUMNS))})"
+        start = time.thread_time()
+        for k, i in enumerate(range(0, len(rows), 512)):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(span_sql, rows[i : i + 512])
+            conn.executemany(trace_sql, trace_rows[k])
+            conn.execute("COMMIT")
+        used = time.thread_time() - start
+        conn.close()
+    return 1e6 * used / len(rows)
+
+
+def _queue_bytes_per_span(calls: int = 2000) -> float:
+    """Memory one finished span of the bench agent holds while it waits in an export queue (tracemalloc)."""
+    import gc
+    import tracemalloc
+
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from replaygate.instrumentation import configure, shutdown
+
+    kept: list[Any] = []
+
+    class Keep(SpanProcessor):
+        def on_end(self, span: Any) -> None:
+            kept.append(span)
+
+    provider = TracerProvider()
+    provider.add_span_processor(Keep())
+    configure(tracer_provider=provider, store=None, otlp_endpoint=False, langfuse=False)
+    _agent_calls(50)
+    kept.clear()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    _agent_calls(calls)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    shutdown(5)
+    return (after - before) / max(1, len(kept))
 
 
 def main() -> None:

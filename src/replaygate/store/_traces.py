@@ -40,8 +40,9 @@ from replaygate.store._schema import trace_drops, trace_feedback, trace_spans, t
 __all__ = ["DropReport", "TraceStore", "upsert"]
 
 T = TypeVar("T")
-_SPAN_NAMES = [c.name for c in trace_spans.columns]
+_SPAN_NAMES = [c.name for c in trace_spans.columns]  # record_to_row's order
 _S = trace_spans.c
+_LOCK_TRACES = text("SELECT pg_advisory_xact_lock(hashtext(t)) FROM unnest(CAST(:ids AS text[])) AS t")
 _T = trace_traces.c
 
 
@@ -53,6 +54,30 @@ def upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], keys: Seq
     statement = dialect.insert(table)
     others = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys}
     conn.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=others), rows)
+
+
+def upsert_rows(
+    conn: Connection,
+    table: Table,
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    keys: Sequence[str],
+) -> None:
+    """:func:`upsert` of positional rows (in ``columns`` order), as one driver-level ``executemany``.
+
+    The same ``INSERT ... ON CONFLICT (keys) DO UPDATE`` on SQLite and PostgreSQL, without SQLAlchemy's
+    per-row parameter processing (the trace tables' columns are plain text and numbers, which neither
+    driver needs converted).
+    """
+    if not rows:
+        return
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
+    sql = (
+        f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))}) "
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
+    )
+    conn.exec_driver_sql(sql, list(rows))
 
 
 class DropReport:
@@ -104,21 +129,20 @@ class TraceStore(TraceReader):
         # the write transaction, so the database's lock is held for the SQL only.
         batch = BatchRows(records)
         trace_ids = batch.trace_ids
-        rows = {
-            (r.trace_id, r.span_id): dict(zip(_SPAN_NAMES, record_to_row(r), strict=True)) for r in records
-        }
+        # One row per (trace, span): a span sent twice in one batch is written once, the last one wins.
+        rows = {(r.trace_id, r.span_id): record_to_row(r) for r in records}
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
-                for trace_id in trace_ids:
-                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": trace_id})
+                # One statement takes every trace's lock, in id order (unnest keeps the array's order).
+                conn.execute(_LOCK_TRACES, {"ids": list(trace_ids)})
             prior = {
                 row[0]
                 for part in id_chunks(trace_ids)
                 for row in conn.execute(select(_S.trace_id).distinct().where(_S.trace_id.in_(list(part))))
             }
-            upsert(conn, trace_spans, list(rows.values()), ("trace_id", "span_id"))
+            upsert_rows(conn, trace_spans, _SPAN_NAMES, list(rows.values()), ("trace_id", "span_id"))
             values = batch.rows(prior, lambda ids: _load_spans(conn, ids), _load_feedback(conn, trace_ids))
-            upsert(conn, trace_traces, [{c: v[c] for c in TRACE_COLUMNS} for v in values], ("trace_id",))
+            upsert_rows(conn, trace_traces, TRACE_COLUMNS, [tuple(v.values()) for v in values], ("trace_id",))
 
     def record_feedback(self, trace_id: str, score: float | bool, comment: str | None = None) -> None:
         """Record user feedback on a trace (before or after the trace arrives); negative marks a failure.

@@ -73,7 +73,8 @@ Environment variables (an explicit ``configure`` argument wins):
 - ``REPLAYGATE_REDACT``: an extra regular expression, or a JSON list of them.
 - ``REPLAYGATE_REDACT_DEFAULTS``: ``false`` turns the built-in patterns off.
 - ``REPLAYGATE_SAMPLE_RATIO``: share of traces exported (0..1, by trace id; default 1).
-- ``REPLAYGATE_QUEUE_SIZE`` (2048), ``REPLAYGATE_BATCH_SIZE`` (512), ``REPLAYGATE_SCHEDULE_DELAY``
+- ``REPLAYGATE_QUEUE_SIZE`` (50000 spans per exporter: a 5 s burst of 2,000 calls/s fits; a queued span
+  holds ~3 KB, so a full queue ~150 MB), ``REPLAYGATE_BATCH_SIZE`` (512), ``REPLAYGATE_SCHEDULE_DELAY``
   (seconds, 1), ``REPLAYGATE_SHUTDOWN_TIMEOUT`` (seconds, 5), ``REPLAYGATE_MAX_TEXT_CHARS`` (32768).
 - ``OTEL_SERVICE_NAME``; ``OTEL_EXPORTER_OTLP_ENDPOINT`` (base URL, ``/v1/traces`` appended for HTTP) or
   ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as is); ``OTEL_EXPORTER_OTLP_HEADERS`` /

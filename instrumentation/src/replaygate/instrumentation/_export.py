@@ -35,7 +35,7 @@ from opentelemetry.trace import StatusCode
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._health import HEALTH, fault, logger
 from replaygate.instrumentation._redaction import Redactor
-from replaygate.instrumentation._spancopy import transform_record, transform_span, with_attributes
+from replaygate.instrumentation._spancopy import transform_row, transform_span, with_attributes
 from replaygate.instrumentation._store import StoreSpanExporter
 from replaygate.instrumentation._trace_routes import is_captured, route_end, route_start
 
@@ -83,7 +83,7 @@ class ExportSink:
         redactor: Redactor,
         capture_content: bool,
         resource: Resource | None = None,
-        max_queue_size: int = 2048,
+        max_queue_size: int = 50_000,
         max_batch_size: int = 512,
         schedule_delay_s: float = 1.0,
     ) -> None:
@@ -191,16 +191,18 @@ class ExportSink:
 
     def _export(self, batch: Sequence[ReadableSpan]) -> None:
         # An exporter that takes records (the embedded store) gets them straight from the redaction
-        # pass: each span is read into its record once, with no intermediate span copy.
+        # pass: each span is read once into its record and its SQL row, with no intermediate span copy.
         store = self.exporter if isinstance(self.exporter, StoreSpanExporter) else None
         export_records = store.export_records if store is not None else None
         ready: list[Any] = []
+        rows: list[tuple[Any, ...]] = []
         redactions = 0
         for span in batch:
             try:
                 copy: Any
                 if export_records is not None:
-                    copy, n = transform_record(span, self._redactor, capture_content=self.capture_content)
+                    copy, row, n = transform_row(span, self._redactor, capture_content=self.capture_content)
+                    rows.append(row)
                 else:
                     copy, n = transform_span(
                         span, self._redactor, capture_content=self.capture_content, resource=self._resource
@@ -220,7 +222,7 @@ class ExportSink:
         carried = self._tag_drops(ready) if export_records is None else None
         try:
             if export_records is not None:
-                result = export_records(ready)
+                result = export_records(ready, rows)
             else:
                 result = self.exporter.export(ready)
         except Exception as exc:  # noqa: BLE001 - exporters must not kill the worker

@@ -51,7 +51,21 @@ from replaygate.instrumentation._frozen import fast_init
 from replaygate.instrumentation._records import Chunk, LlmCall, SpanKind, SpanRecord, ToolCall
 
 __all__ = [
+    "AGENT_NAMES",
+    "INPUT_TOKEN_NAMES",
+    "LL_ENTITY_NAME",
+    "LL_SPAN_KIND",
+    "MODEL_NAMES",
+    "OUTPUT_TOKEN_NAMES",
+    "PROVIDER_NAMES",
+    "SESSION_NAMES",
+    "USER_NAMES",
     "AgentRun",
+    "agent_input",
+    "agent_output",
+    "attribute_items",
+    "attribute_text",
+    "first_value",
     "NormalizedSpan",
     "Retrieval",
     "as_float",
@@ -135,6 +149,12 @@ _OUTPUT_TOKEN_NAMES = (
 _COST_NAMES = (_GEN_AI_COST, _OI_COST_TOTAL)
 _SESSION_NAMES = (sc.CONVERSATION_ID, sc.OI_SESSION_ID, _LL_SESSION)
 _USER_NAMES = (sc.OI_USER_ID, _LL_USER, "enduser.id")
+_AGENT_NAMES = (sc.AGENT_NAME, _OI_AGENT_NAME)
+# The same name lists for the store's trace-row reader (``_store_trace_row``), which reads what the row needs.
+MODEL_NAMES, PROVIDER_NAMES, AGENT_NAMES = _MODEL_NAMES, _PROVIDER_NAMES, _AGENT_NAMES
+INPUT_TOKEN_NAMES, OUTPUT_TOKEN_NAMES = _INPUT_TOKEN_NAMES, _OUTPUT_TOKEN_NAMES
+SESSION_NAMES, USER_NAMES = _SESSION_NAMES, _USER_NAMES
+LL_SPAN_KIND, LL_ENTITY_NAME = _LL_SPAN_KIND, _LL_ENTITY_NAME
 
 #: Attributes that hold conversation text, retrieved text or tool payloads, in every dialect read here.
 _CONTENT_NAMES = frozenset(
@@ -531,7 +551,7 @@ def _agent_output(attrs: Mapping[str, Any]) -> str | None:
 
 def _agent(record: SpanRecord) -> AgentRun:
     attrs = record.attributes
-    name = _first(attrs, (sc.AGENT_NAME, _OI_AGENT_NAME))
+    name = _first(attrs, _AGENT_NAMES)
     if name is None and _LL_SPAN_KIND in attrs:
         name = attrs.get(_LL_ENTITY_NAME)
     if name is None:
@@ -775,3 +795,11 @@ def _facts(record: SpanRecord, detail: bool = True) -> NormalizedSpan:
     if kind == "retrieval":
         return NormalizedSpan(record, kind, retrieval=_retrieval(record), error=error)
     return NormalizedSpan(record, kind, error=error)
+
+
+# What the store's trace-row reader (``_store_trace_row``) reads attributes with: the same readers.
+first_value = _first
+attribute_text = _text
+agent_input = _agent_input
+agent_output = _agent_output
+attribute_items = _attribute_items

@@ -13,7 +13,7 @@ from typing import Any
 
 from replaygate.instrumentation._errors import InstrumentationError
 
-__all__ = ["DEFAULT_PATTERNS", "Redactor", "may_hold_trigger"]
+__all__ = ["DEFAULT_PATTERNS", "Redactor", "may_hold_trigger", "may_hold_trigger_in_values"]
 
 #: (kind, regex, triggers): the rules run only on text containing one of the triggers (one search
 #: for a literal alternation, case-sensitive because that keeps it fast), sparing most strings the scans.
@@ -52,6 +52,33 @@ def may_hold_trigger(text: str) -> bool:
     return "bearer" in low or "basic" in low or "token" in low
 
 
+_WORDS = ("bearer", "basic", "token")
+
+
+def may_hold_trigger_in_values(encoded: str, keys: str) -> bool:
+    """:func:`may_hold_trigger` of the values in ``encoded``, JSON text whose object keys are ``keys``.
+
+    ``encoded`` is the compact JSON of a span's attributes (and any other texts appended to it), ``keys``
+    those attributes' names joined. Attribute names such as ``gen_ai.usage.input_tokens`` hold the
+    ``token`` trigger, so the case-insensitive words count only where ``encoded`` holds more of them than
+    the names do. No trigger holds a quote, backslash or control character, so JSON escaping never hides
+    one in a value and a trigger never straddles a key and a value; an escape can only make a trigger
+    appear (a backspace escaped before ``asic``), which answers True, never a wrong False. False: no value
+    holds a trigger.
+    """
+    if "@" in encoded or "k-" in encoded or "xox" in encoded:
+        return True
+    if "A" in encoded and ("AKIA" in encoded or "ASIA" in encoded or "AIza" in encoded):
+        return True
+    if "gh" in encoded and any(t in encoded for t in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")):
+        return True
+    low = encoded.lower()
+    if "bearer" not in low and "basic" not in low and "token" not in low:
+        return False
+    low_keys = keys.lower()
+    return any(low.count(word) > low_keys.count(word) for word in _WORDS)
+
+
 class Redactor:
     """Applies the redaction patterns to strings and to span attribute values."""
 
@@ -88,6 +115,18 @@ class Redactor:
             return False
         # No trigger holds a newline, so a match in the joined text lies inside one of the texts.
         return may_hold_trigger("\n".join(texts))
+
+    def may_change_encoded(self, encoded: str, keys: str) -> bool:
+        """:meth:`may_change` of the values in JSON text ``encoded`` whose object keys are ``keys`` joined.
+
+        The same answer as :meth:`may_change` over those values, or True more often
+        (:func:`may_hold_trigger_in_values`).
+        """
+        if len(self._rules) != (len(DEFAULT_PATTERNS) if self._any_trigger is not None else 0):
+            return True
+        if self._any_trigger is None:
+            return False
+        return may_hold_trigger_in_values(encoded, keys)
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return ``text`` with every match replaced, and the number of replacements."""

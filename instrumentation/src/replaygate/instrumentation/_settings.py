@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
+    "DEFAULT_QUEUE_SIZE",
     "DEFAULT_STORE",
     "LANGFUSE_OTEL_PATH",
     "OPTION_NAMES",
@@ -32,6 +33,11 @@ __all__ = [
 ]
 
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"
+#: Spans each exporter's queue holds before it drops (REPLAYGATE_QUEUE_SIZE): a burst of 2,000 agent
+#: calls/s for 5 s (40,000 spans of 4 a call) fits whole while the worker drains it. A queued span holds
+#: its attributes' memory, about 3 KB for a typical agent span (bench/store_ingest.py measures it), so a
+#: full queue costs ~150 MB; the queues of several exporters hold the same span objects.
+DEFAULT_QUEUE_SIZE = 50_000
 LANGFUSE_OTEL_PATH = "/api/public/otel/v1/traces"
 _OFF = {"", "0", "false", "no", "off", "none", "disabled"}
 _ON = {"1", "true", "yes", "on"}
@@ -67,7 +73,7 @@ class Settings:
     redact: tuple[str, ...] = ()
     redact_defaults: bool = True
     sample_ratio: float = 1.0
-    max_queue_size: int = 2048
+    max_queue_size: int = DEFAULT_QUEUE_SIZE
     max_batch_size: int = 512
     schedule_delay_s: float = 1.0
     shutdown_timeout_s: float = 5.0
@@ -282,7 +288,7 @@ def resolve_settings(*, env: Mapping[str, str], **options: Unpack[ConfigureOptio
     ratio = _number("REPLAYGATE_SAMPLE_RATIO", options.get("sample_ratio"), env, 1.0)
     if not 0.0 <= ratio <= 1.0:
         raise InstrumentationError(f"sample ratio {ratio} must be between 0 and 1 (REPLAYGATE_SAMPLE_RATIO)")
-    queue = int(_number("REPLAYGATE_QUEUE_SIZE", options.get("max_queue_size"), env, 2048))
+    queue = int(_number("REPLAYGATE_QUEUE_SIZE", options.get("max_queue_size"), env, DEFAULT_QUEUE_SIZE))
     batch = int(_number("REPLAYGATE_BATCH_SIZE", options.get("max_batch_size"), env, 512))
     delay = _number("REPLAYGATE_SCHEDULE_DELAY", options.get("schedule_delay_s"), env, 1.0)
     shutdown_timeout = _number("REPLAYGATE_SHUTDOWN_TIMEOUT", options.get("shutdown_timeout_s"), env, 5.0)

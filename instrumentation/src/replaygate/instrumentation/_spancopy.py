@@ -16,6 +16,7 @@ from opentelemetry.trace import Status
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._encoding import content_hash, message_json
 from replaygate.instrumentation._normalize import (
+    attribute_items,
     is_content_attribute,
     is_content_event_attribute,
     jsonable,
@@ -28,11 +29,13 @@ from replaygate.instrumentation._normalize import (
 from replaygate.instrumentation._prices import call_cost
 from replaygate.instrumentation._records import SpanRecord
 from replaygate.instrumentation._redaction import Redactor
+from replaygate.instrumentation._store_rows import record_to_row
 
 __all__ = [
     "derived_attributes",
     "is_content_attribute",
     "transform_record",
+    "transform_row",
     "transform_span",
     "with_attributes",
 ]
@@ -223,6 +226,37 @@ def transform_record(
         return record_of_span(span, attributes), 0
     copy, n = _transform(span, attributes, redactor, capture_content, None, bool(derived))
     return span_to_record(copy), n
+
+
+def transform_row(
+    span: ReadableSpan, redactor: Redactor, *, capture_content: bool
+) -> tuple[SpanRecord, tuple[Any, ...], int]:
+    """:func:`transform_record` and the record's ``trace_spans`` row, reading the span once.
+
+    The same record and count as :func:`transform_record`, and ``record_to_row`` of that record. The
+    redaction check reads the row's JSON text itself (:meth:`Redactor.may_change_encoded`) instead of
+    gathering the span's strings again; when it cannot rule a change out, the full pass runs as there.
+    """
+    attributes = dict(attribute_items(span))
+    if not set(map(type, attributes.values())) <= _PLAIN:  # in C: most spans hold plain values only
+        attributes = {k: v if type(v) in _PLAIN else jsonable(v) for k, v in attributes.items()}
+    derived = _derived(span, attributes)
+    if derived:
+        attributes.update(
+            (k, v if type(v) in _NUMBERS or type(v) is str else jsonable(v)) for k, v in derived.items()
+        )
+    if capture_content:
+        record = record_of_span(span, attributes)
+        row = record_to_row(record)
+        texts = (row[9], row[10], record.name, record.status_message or "")
+        if not redactor.may_change_encoded("\n".join(texts), "\n".join(attributes)):
+            return record, row, 0
+    copy, n = _transform(span, attributes, redactor, capture_content, None, bool(derived))
+    record = span_to_record(copy)
+    return record, record_to_row(record), n
+
+
+_PLAIN = frozenset({str, bool, int, float, type(None)})
 
 
 def _derived(span: ReadableSpan, source: Mapping[str, Any]) -> dict[str, Any]:

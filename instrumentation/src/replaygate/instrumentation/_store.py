@@ -112,18 +112,28 @@ class TraceStore(TraceReader):
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def write_spans(self, records: Sequence[SpanRecord], *, dropped: tuple[str, int] | None = None) -> None:
+    def write_spans(
+        self,
+        records: Sequence[SpanRecord],
+        *,
+        dropped: tuple[str, int] | None = None,
+        rows: Sequence[tuple[Any, ...]] | None = None,
+    ) -> None:
         """Store one batch of spans in one transaction and refresh the rows of the traces it touches.
 
         ``dropped`` is ``(source, total)``: also record, in the same transaction, that the process
-        ``source`` has dropped ``total`` spans so far (as :meth:`record_drops`).
+        ``source`` has dropped ``total`` spans so far (as :meth:`record_drops`). ``rows`` are the records'
+        ``record_to_row`` rows when the caller has them already (the export worker builds both at once).
         """
         if not records:
             if dropped is not None:
                 self.record_drops(*dropped)
             return
         # Everything that needs no stored data is built before the write lock is taken.
-        rows = [record_to_row(r) for r in records]
+        if rows is None:
+            rows = [record_to_row(r) for r in records]
+        elif len(rows) != len(records):
+            raise StoreError(f"write_spans got {len(records)} records but {len(rows)} rows")
         batch = BatchRows(records)
         trace_ids = batch.trace_ids
 
@@ -276,8 +286,13 @@ class StoreSpanExporter(SpanExporter):
                 return self._fail(len(spans), f"{type(exc).__name__}: {exc}")
         return self.export_records(records)
 
-    def export_records(self, records: Sequence[SpanRecord]) -> SpanExportResult:
-        """Write one batch of span records (replaygate's export worker hands them over already built)."""
+    def export_records(
+        self, records: Sequence[SpanRecord], rows: Sequence[tuple[Any, ...]] | None = None
+    ) -> SpanExportResult:
+        """Write one batch of span records (replaygate's export worker hands them over already built).
+
+        ``rows`` are the records' ``trace_spans`` rows when the worker built them with the records.
+        """
         with self._lock:
             if self._closed:
                 return self._fail(len(records), "exporter is shut down")
@@ -287,7 +302,9 @@ class StoreSpanExporter(SpanExporter):
                 if self._store is None:
                     self._store = TraceStore(self._target)
                 dropped = self.dropped_spans if self.dropped_spans > self._reported_drops else None
-                self._store.write_spans(records, dropped=None if dropped is None else (self._source, dropped))
+                self._store.write_spans(
+                    records, dropped=None if dropped is None else (self._source, dropped), rows=rows
+                )
                 if dropped is not None:
                     self._reported_drops = dropped
             except Exception as exc:  # noqa: BLE001 - nothing may reach the agent through the SDK

@@ -30,7 +30,6 @@ from replaygate.instrumentation._errors import StoreError
 from replaygate.instrumentation._records import TraceRecord
 from replaygate.instrumentation._store_rows import (
     Execute,
-    _int64,
     build_records,
     in_list,
     normalize_trace_id,
@@ -38,6 +37,7 @@ from replaygate.instrumentation._store_rows import (
     read_spans,
     trace_id_range,
 )
+from replaygate.instrumentation._store_trace_row import int64
 
 __all__ = ["Execute", "TraceQuery", "TraceReader", "read_feedback", "read_records", "read_spans"]
 
@@ -74,10 +74,10 @@ def query_sql(query: TraceQuery, dialect: Dialect) -> tuple[str, dict[str, Any]]
         clauses.append("t.failure = 1")
     if query.since_ns is not None:
         clauses.append("t.start_ns >= :since_ns")
-        params["since_ns"] = _int64(query.since_ns)
+        params["since_ns"] = int64(query.since_ns)
     if query.until_ns is not None:
         clauses.append("t.start_ns < :until_ns")
-        params["until_ns"] = _int64(query.until_ns)
+        params["until_ns"] = int64(query.until_ns)
     if query.session_id is not None:
         clauses.append("t.session_id = :session_id")
         params["session_id"] = query.session_id

@@ -12,7 +12,6 @@ import dataclasses
 import json
 import json.encoder
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -24,6 +23,15 @@ from replaygate.instrumentation._records import (
     TraceSummary,
     ordered_reasons,
 )
+from replaygate.instrumentation._store_trace_row import (
+    TRACE_COLUMNS,
+    draft_row,
+    int64,
+    json_list,
+    preview,
+    trace_row_draft,
+    with_scores,
+)
 from replaygate.instrumentation._summary import row_summary, summarize_spans
 
 __all__ = [
@@ -32,6 +40,7 @@ __all__ = [
     "TRACE_COLUMNS",
     "batch_trace_rows",
     "build_records",
+    "summary_row_draft",
     "feedback_value",
     "normalize_trace_id",
     "trace_id_range",
@@ -71,49 +80,9 @@ def _row_encoder() -> Callable[[Any], str]:
 
 
 _encode = _row_encoder()
-
-
-def _list_encoder() -> Callable[[list[Any]], str]:
-    """``json.dumps`` of a trace row's small lists (LLM calls, failure reasons): the same text, built once."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return json.dumps
-
-    def refuse(value: Any) -> Any:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-    encoder = make(None, refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
-    join = "".join
-    return lambda value: join(encoder(value, 0))
-
-
-_dumps = _list_encoder()
-
-PREVIEW_CHARS = 200
+_dumps = json_list
 SPAN_COLUMNS = (
     "trace_id, span_id, parent_id, name, kind, start_ns, end_ns, status, status_message, attributes, events"
-)
-#: The columns of ``trace_traces``, in the order :func:`trace_row` gives them.
-TRACE_COLUMNS = (
-    "trace_id",
-    "start_ns",
-    "end_ns",
-    "session_id",
-    "user_id",
-    "agent_name",
-    "variant",
-    "config_id",
-    "input_preview",
-    "output_preview",
-    "failure",
-    "failure_reasons",
-    "updated_ns",
-    "error",
-    "empty",
-    "escalated",
-    "negative_feedback",
-    "latency_s",
-    "llm_calls",
 )
 _KINDS = {"agent", "retrieval", "tool", "llm", "other"}
 _STATUSES = {"ok", "error", "unset"}
@@ -152,12 +121,6 @@ def record_from_row(row: Iterable[Any]) -> SpanRecord:
         attributes=json.loads(attributes),
         events=tuple(json.loads(events)),
     )
-
-
-def _preview(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 _HEX = frozenset("0123456789abcdef")
@@ -221,11 +184,6 @@ def with_feedback(summary: TraceSummary, scores: Iterable[float]) -> TraceSummar
 
 def marks(n: int) -> str:
     return ", ".join("?" * n)
-
-
-def _int64(value: int) -> int:
-    """Clamp a time to SQLite's INTEGER range (times after 2262 do not fit in int64 nanoseconds)."""
-    return max(-(2**63), min(2**63 - 1, int(value)))
 
 
 def id_chunks(ids: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
@@ -296,43 +254,37 @@ def trace_row_values(spans: Sequence[SpanRecord], scores: Iterable[float]) -> di
 
 def _base_row(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """A trace's row before its feedback is applied, and its failure reasons (from the spans alone)."""
+    return trace_row_draft(spans)
+
+
+def summary_row_draft(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """:func:`trace_row_draft`'s row by way of ``row_summary`` (the definition the fast reader is held to)."""
     summary = row_summary(spans)
     reasons = summary.failure_reasons
     error = summary.error is not None or "exception" in reasons
     empty = not error and (summary.output is None or not summary.output.strip() or "empty_answer" in reasons)
     calls = [[c.model, c.provider, c.input_tokens, c.output_tokens] for c in summary.llm_calls]
-    row = {
-        "trace_id": summary.trace_id,
-        "start_ns": _int64(min(s.start_ns for s in spans)),
-        "end_ns": _int64(max(s.end_ns for s in spans)),
-        "session_id": summary.session_id,
-        "user_id": summary.user_id,
-        "agent_name": summary.agent_name,
-        "variant": summary.variant,
-        "config_id": summary.config_id,
-        "input_preview": _preview(summary.turns[-1] if summary.turns else None),
-        "output_preview": _preview(summary.output),
-        "error": int(error),
-        "empty": int(empty),
-        "escalated": int(summary.escalated or "escalation" in reasons),
-        "latency_s": float(summary.latency_s),
-        "llm_calls": _dumps(calls),
-    }
+    row = draft_row(
+        trace_id=summary.trace_id,
+        start_ns=int64(min(s.start_ns for s in spans)),
+        end_ns=int64(max(s.end_ns for s in spans)),
+        session_id=summary.session_id,
+        user_id=summary.user_id,
+        agent_name=summary.agent_name,
+        variant=summary.variant,
+        config_id=summary.config_id,
+        input_preview=preview(summary.turns[-1] if summary.turns else None),
+        output_preview=preview(summary.output),
+        error=int(error),
+        empty=int(empty),
+        escalated=int(summary.escalated or "escalation" in reasons),
+        latency_s=float(summary.latency_s),
+        llm_calls=json_list(calls),
+    )
     return row, reasons
 
 
-def _with_scores(row: dict[str, Any], reasons: tuple[str, ...], scores: Iterable[float]) -> dict[str, Any]:
-    """The row with its feedback applied (a negative score adds ``negative_feedback``), in column order."""
-    if any(score < 0 for score in scores) and "negative_feedback" not in reasons:
-        reasons = ordered_reasons((*reasons, "negative_feedback"))
-    full = {
-        **row,
-        "failure": 1 if reasons else 0,
-        "failure_reasons": _dumps(list(reasons)),
-        "updated_ns": time.time_ns(),
-        "negative_feedback": int("negative_feedback" in reasons),
-    }
-    return {column: full[column] for column in TRACE_COLUMNS}
+_with_scores = with_scores
 
 
 class BatchRows:
@@ -355,7 +307,8 @@ class BatchRows:
         self.trace_ids = sorted(by_trace)
         self._drafts: dict[str, tuple[dict[str, Any], tuple[str, ...]] | None] = {}
         for trace_id in self.trace_ids:
-            spans = sorted(by_trace[trace_id].values(), key=lambda s: (s.start_ns, s.end_ns))
+            # In batch order: the row's reader orders the spans itself (a stable sort, so the same order).
+            spans = list(by_trace[trace_id].values())
             self._drafts[trace_id] = _base_row(spans) if any(s.kind == "agent" for s in spans) else None
 
     def rows(

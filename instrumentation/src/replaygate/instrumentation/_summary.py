@@ -226,3 +226,8 @@ def _summarize(spans: Sequence[SpanRecord], *, detail: bool) -> TraceSummary:
 
 def _first_of(values: Iterable[str | None]) -> str | None:
     return next((v for v in values if v), None)
+
+
+# The same readers for the store's trace-row reader (``_store_trace_row``; not part of ``__all__``).
+reason_list = _reason_list
+true_value = _true
