@@ -25,14 +25,20 @@ how long a thread whose call returned may wait for the GIL while another thread 
 it, so comparing 0.005 with 0.0005 on a quiet machine shows how much of the gap to the ideal is that
 hand-over (with 50 calls returning together, each may wait for the event loop's scoring).
 
+``--floor`` runs the same attempts with nothing of replaygate: worker coroutines (an async target) or
+self-serving daemon threads polled every millisecond (a sync target, as the runner does) calling the target
+and a trivial check, results as tuples. Its wall against the ideal and its CPU per attempt are the floor
+any runner on asyncio reaches on this machine (with ``--sleep-ms 0``: the CPU floor of an attempt).
+
     uv run --locked python bench/replay_throughput.py [--scenarios 200] [--k 5] [--concurrency 50]
-        [--rounds 5] [--sleep-ms 20] [--cpu] [--switch-interval 0.005]
+        [--rounds 5] [--sleep-ms 20] [--cpu] [--floor] [--switch-interval 0.005]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import datetime as dt
 import math
 import os
@@ -157,6 +163,92 @@ def cpu_per_attempt(suite: list[Scenario], attempts: int, rounds: int, concurren
     return 0
 
 
+def _floor_check(answer: str) -> bool:
+    return "refund" in answer.lower() and len(answer) <= 500
+
+
+def _floor_async(todo: collections.deque[tuple[str, list[str], int]], concurrency: int) -> list[Any]:
+    """The async floor: worker coroutines pulling from a deque, awaiting the target, checking its answer."""
+    results: list[tuple[str, int, bool]] = []
+
+    async def worker() -> None:
+        while todo:
+            sid, turns, index = todo.popleft()
+            answer = await async_target(turns, {}, {})
+            results.append((sid, index, _floor_check(answer)))
+
+    async def main() -> None:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(todo))):
+                group.create_task(worker())
+
+    asyncio.run(main())
+    return results
+
+
+def _floor_sync(todo: collections.deque[tuple[str, list[str], int]], concurrency: int) -> list[Any]:
+    """The sync floor: daemon threads taking the next call themselves, collected by the loop every ms."""
+    results: list[tuple[str, int, bool]] = []
+    ready: list[tuple[tuple[str, list[str], int], str]] = []
+    lock = threading.Lock()
+    live = [min(concurrency, len(todo))]
+
+    def serve() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    live[0] -= 1
+                    return
+                item = todo.popleft()
+            answer = sync_target(item[1], {}, {})
+            with lock:
+                ready.append((item, answer))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        for n in range(live[0]):  # daemon threads, as the runner's own pool starts them
+            threading.Thread(target=serve, name=f"floor-target-{n}", daemon=True).start()
+
+        def poll() -> None:
+            with lock:
+                got = ready[:]
+                ready.clear()
+                finished = live[0] == 0
+            for (sid, _, index), answer in got:
+                results.append((sid, index, _floor_check(answer)))
+            if finished:
+                done.set_result(None)
+            else:
+                loop.call_later(0.001, poll)
+
+        loop.call_later(0.001, poll)
+        await done
+
+    asyncio.run(main())
+    return results
+
+
+def floor(n: int, k: int, concurrency: int, rounds: int) -> int:
+    """The floor (see the module docstring): wall against the ideal and CPU per attempt."""
+    attempts = n * k
+    ideal = math.ceil(attempts / concurrency) * _sleep_s[0]
+    print(f"floor: {n} x {k} attempts, target sleeps {_sleep_s[0] * 1000:g} ms, concurrency {concurrency}")
+    for rnd in range(rounds):
+        for name, fn in (("sync", _floor_sync), ("async", _floor_async)):
+            todo = collections.deque((f"s{i}", [f"question {i}"], j) for i in range(n) for j in range(k))
+            t0, c0 = time.perf_counter(), time.process_time()
+            results = fn(todo, concurrency)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            assert len(results) == attempts and all(ok for _, _, ok in results)
+            ratio = f" = {wall / ideal:.2f}x ideal {ideal:.3f}s" if ideal else ""
+            print(
+                f"round {rnd + 1} floor {name:5s} wall {wall:.3f}s{ratio}  CPU {cpu / attempts * 1e6:.1f} "
+                f"us/attempt (load {os.getloadavg()[0]:.1f})"
+            )
+    return 0
+
+
 def scenarios(n: int, k: int) -> list[Scenario]:
     return [
         Scenario.model_validate(
@@ -194,6 +286,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sleep-ms", type=float, default=SLEEP_S * 1000)
     parser.add_argument("--cpu", action="store_true", help="CPU per plain check-only attempt (2000 x 5)")
+    parser.add_argument("--floor", action="store_true", help="the floor: no replaygate, trivial check")
     parser.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval (s)")
     args = parser.parse_args()
     if args.switch_interval is not None:
@@ -204,6 +297,8 @@ def main() -> int:
         n = 2000 if args.scenarios == 200 else args.scenarios
         return cpu_per_attempt(scenarios(n, args.k), n * args.k, min(args.rounds, 3), args.concurrency)
     _sleep_s[0] = sleep_s = args.sleep_ms / 1000
+    if args.floor:
+        return floor(args.scenarios, args.k, args.concurrency, min(args.rounds, 3))
     suite = scenarios(args.scenarios, args.k)
     attempts = args.scenarios * args.k
     ideal = math.ceil(attempts / args.concurrency) * sleep_s

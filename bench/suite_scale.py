@@ -27,7 +27,9 @@ Rows, each with its target and the ratio to it:
 A shared machine shows up in the wall times: compare the rows of one run; the loading, promote and CLI
 rows also print their CPU time and the load average.
 
-    uv run --locked python bench/suite_scale.py [--quick]
+    uv run --locked python bench/suite_scale.py [--quick] [--inproc-rounds N]
+
+``--inproc-rounds N`` runs only the 2,000 x 5 in-process replay row, N times in one process.
 """
 
 from __future__ import annotations
@@ -251,9 +253,34 @@ def _load_times(path: Path, tmp: Path) -> tuple[tuple[float, float], tuple[float
     return min(parse), min(cached)  # the least disturbed of three, by wall time
 
 
+def bench_inproc(golden: Path, n: int, tmp: Path) -> tuple[Any, tuple[float, float]]:
+    """The in-process row: ``run_suite`` of the set x k=5 against the 5 ms target; (run, (wall, CPU))."""
+    from replaygate.replay import load_scenarios, run_suite
+
+    attempts = n * 5
+    ideal = -(-attempts // CONCURRENCY) * SLEEP_S  # ceil(attempts / concurrency) waves of one call
+    suite = load_scenarios(golden)
+    t0, c0 = time.perf_counter(), time.process_time()
+    run = run_suite(
+        suite,
+        target,
+        {"model": "bench"},
+        concurrency=CONCURRENCY,
+        timeout_s=30,
+        out_path=tmp / f"inproc-{n}.json",
+        progress=False,
+        code_commit=None,
+    )
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert run.summary.passes == attempts, run.summary.error_attempts[:3]
+    note = f"= {wall / ideal:.1f}x ideal; CPU {cpu:.2f} s = {cpu / attempts * 1000:.3f} ms/attempt; {_load()}"
+    _row(f"{n:,} x 5 in-process (ideal {ideal:.2f} s)", wall, ideal * 1.5, note)
+    return run, (wall, cpu)
+
+
 def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
     from replaygate.instrumentation import load_prices
-    from replaygate.replay import load_scenarios, run_suite, save_run
+    from replaygate.replay import save_run
 
     load_prices()
     print(f"\n== replay x k=5 against a {SLEEP_S * 1000:.0f} ms target, concurrency {CONCURRENCY}")
@@ -267,25 +294,8 @@ def bench_replay(sets: dict[int, Path], sizes: list[int], tmp: Path) -> None:
     _fresh(RUN_IMPORTS, env)  # and the bytecode of what run imports
     imports = sorted(_fresh(RUN_IMPORTS, env) for _ in range(3))[1]  # the median by wall time
     for n in sizes:
-        attempts = n * 5
-        ideal = -(-attempts // CONCURRENCY) * SLEEP_S  # ceil(attempts / concurrency) waves of one call
-        suite = load_scenarios(sets[n])
-        t0, c0 = time.perf_counter(), time.process_time()
-        run = run_suite(
-            suite,
-            target,
-            {"model": "bench"},
-            concurrency=CONCURRENCY,
-            timeout_s=30,
-            out_path=tmp / f"inproc-{n}.json",
-            progress=False,
-            code_commit=None,
-        )
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        assert run.summary.passes == attempts, run.summary.error_attempts[:3]
-        note = f"= {wall / ideal:.1f}x ideal; CPU {cpu:.2f} s = {cpu / attempts * 1000:.3f} ms/attempt"
-        _row(f"{n:,} x 5 in-process (ideal {ideal:.2f} s)", wall, ideal * 1.5, note)
-        inproc = (wall, cpu)
+        ideal = -(-n * 5 // CONCURRENCY) * SLEEP_S  # ceil(attempts / concurrency) waves of one call
+        run, inproc = bench_inproc(sets[n], n, tmp)
         c0, t0 = time.process_time(), time.perf_counter()
         save_run(run, tmp / f"again-{n}.json")
         write_wall, write_cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -481,12 +491,27 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="200 and 2,000 only; gate on 2,000")
     parser.add_argument("--gate-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--gate-stages", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--inproc-rounds",
+        type=int,
+        default=0,
+        help="only the in-process 2,000 x 5 row, N times",
+    )
     args = parser.parse_args()
     if args.gate_child:
         _gate_child(args.gate_child)
         return 0
     if args.gate_stages:
         _gate_stages(args.gate_stages)
+        return 0
+    if args.inproc_rounds:
+        from replaygate.instrumentation import load_prices
+
+        load_prices()
+        with tempfile.TemporaryDirectory() as name:
+            make_golden(Path(name) / "golden-2000", 2000)
+            for _ in range(args.inproc_rounds):
+                bench_inproc(Path(name) / "golden-2000", 2000, Path(name))
         return 0
     sizes = [200, 2000] if args.quick else [200, 2000, 10000]
     with tempfile.TemporaryDirectory() as name:
