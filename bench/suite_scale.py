@@ -472,8 +472,8 @@ def _gate_stages(folder: str) -> None:
     t0 = time.process_time()
     from replaygate.replay import old_objects_frozen
 
-    import replaygate.cli._gate as cli_gate
-    import replaygate.cli._main  # noqa: F401 - what the command imports before it runs
+    import replaygate.cli  # noqa: F401 - the command's package, as ``replaygate gate`` imports it
+    import replaygate.labels  # noqa: F401 - what the command reads the judges' labels with
     from replaygate.gate import gate_runs, load_policy, load_run_data
     from replaygate.report import write_reports
 
@@ -487,7 +487,6 @@ def _gate_stages(folder: str) -> None:
     paths = (str(d / "base.json"), str(d / "head.json"), str(d / "base2.json"))
     with old_objects_frozen():
         report = gate_runs(policy, runs[2], runs[1], runs[0], paths=paths)
-    report = cli_gate._judge_agreement(report, policy, runs[1].judged_run(), paths[:2])
     out["gating (integrity, statistics, guardrails)"] = time.process_time() - t
     t = time.process_time()
     write_reports(report, d / "report-stages", ["md", "html", "json", "junit"])
