@@ -187,3 +187,14 @@ def test_a_run_with_judges_is_read_per_line_and_gives_the_same_data(tmp_path: Pa
     path = _save(tmp_path, "judged", run)
     assert scan_run_columns(path) is None  # a judge line: validated as an Attempt
     assert load_run_data(path) == RunData.of(load_run(path))
+
+
+@pytest.mark.parametrize(
+    "latency", [1.0389291955903938e-05, 1.2345678901234567e-06, 5e-324, 1.7976931348623157e308]
+)
+def test_a_tiny_or_huge_latency_is_read_fast_as_written(latency: float) -> None:
+    # pydantic writes 1.04e-05 as 0.000010389291955903938: 21 digits after the point
+    a = Attempt(scenario_id="s", index=0, status="pass", measures=Measures(latency_s=latency))
+    read = _read(a.model_dump_json())
+    assert read is not None
+    assert read[0].latency_s == latency

@@ -69,7 +69,7 @@ def attempt_fields(a: Attempt) -> AttemptFields:
 
 _S = rb'"[^"\\\x00-\x1f]*"'  # a string with no escape: its bytes are its UTF-8 text
 _I = rb"-?(?:0|[1-9][0-9]{0,17})"  # an int well inside 64 bits
-_F = rb"-?(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
+_F = rb"-?(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,40})?(?:[eE][+-]?[0-9]{1,3})?"
 _B = rb"(?:true|false)"
 _CHECK = rb'\{"name":' + _S + rb',"passed":' + _B + rb',"detail":' + _S + rb"\}"
 _CHECK_FIELDS = re.compile(rb'\{"name":"([^"]*)","passed":(true|false),"detail":"([^"]*)"\}')
