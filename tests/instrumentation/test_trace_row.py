@@ -11,14 +11,43 @@ never misses a trigger that the check over the span's strings finds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from replaygate.instrumentation import SpanRecord
 from replaygate.instrumentation import semconv as sc
-from replaygate.instrumentation._store_rows import summary_row_draft
-from replaygate.instrumentation._store_trace_row import trace_row_draft
+from replaygate.instrumentation._store_trace_row import draft_row, int64, json_list, preview, trace_row_draft
+from replaygate.instrumentation._summary import row_summary
+
+
+def summary_row_draft(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The reference: :func:`trace_row_draft`'s row by way of ``row_summary`` (the full normalisation)."""
+    summary = row_summary(spans)
+    reasons = summary.failure_reasons
+    error = summary.error is not None or "exception" in reasons
+    empty = not error and (summary.output is None or not summary.output.strip() or "empty_answer" in reasons)
+    calls = [[c.model, c.provider, c.input_tokens, c.output_tokens] for c in summary.llm_calls]
+    row = draft_row(
+        trace_id=summary.trace_id,
+        start_ns=int64(min(s.start_ns for s in spans)),
+        end_ns=int64(max(s.end_ns for s in spans)),
+        session_id=summary.session_id,
+        user_id=summary.user_id,
+        agent_name=summary.agent_name,
+        variant=summary.variant,
+        config_id=summary.config_id,
+        input_preview=preview(summary.turns[-1] if summary.turns else None),
+        output_preview=preview(summary.output),
+        error=int(error),
+        empty=int(empty),
+        escalated=int(summary.escalated or "escalation" in reasons),
+        latency_s=float(summary.latency_s),
+        llm_calls=json_list(calls),
+    )
+    return row, reasons
+
 
 _IDS = [f"{i:016x}" for i in range(1, 7)]
 _TEXT = st.one_of(

@@ -25,14 +25,11 @@ from replaygate.instrumentation._records import (
 )
 from replaygate.instrumentation._store_trace_row import (
     TRACE_COLUMNS,
-    draft_row,
-    int64,
     json_list,
-    preview,
     trace_row_draft,
     with_scores,
 )
-from replaygate.instrumentation._summary import row_summary, summarize_spans
+from replaygate.instrumentation._summary import summarize_spans
 
 __all__ = [
     "BatchRows",
@@ -40,7 +37,6 @@ __all__ = [
     "TRACE_COLUMNS",
     "batch_trace_rows",
     "build_records",
-    "summary_row_draft",
     "feedback_value",
     "normalize_trace_id",
     "trace_id_range",
@@ -248,43 +244,8 @@ def trace_row_values(spans: Sequence[SpanRecord], scores: Iterable[float]) -> di
     The per-request measures follow the canary's definitions: an error (exception) is not also an empty
     answer; negative feedback is any score below 0.
     """
-    row, reasons = _base_row(spans)
-    return _with_scores(row, reasons, scores)
-
-
-def _base_row(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """A trace's row before its feedback is applied, and its failure reasons (from the spans alone)."""
-    return trace_row_draft(spans)
-
-
-def summary_row_draft(spans: Sequence[SpanRecord]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """:func:`trace_row_draft`'s row by way of ``row_summary`` (the definition the fast reader is held to)."""
-    summary = row_summary(spans)
-    reasons = summary.failure_reasons
-    error = summary.error is not None or "exception" in reasons
-    empty = not error and (summary.output is None or not summary.output.strip() or "empty_answer" in reasons)
-    calls = [[c.model, c.provider, c.input_tokens, c.output_tokens] for c in summary.llm_calls]
-    row = draft_row(
-        trace_id=summary.trace_id,
-        start_ns=int64(min(s.start_ns for s in spans)),
-        end_ns=int64(max(s.end_ns for s in spans)),
-        session_id=summary.session_id,
-        user_id=summary.user_id,
-        agent_name=summary.agent_name,
-        variant=summary.variant,
-        config_id=summary.config_id,
-        input_preview=preview(summary.turns[-1] if summary.turns else None),
-        output_preview=preview(summary.output),
-        error=int(error),
-        empty=int(empty),
-        escalated=int(summary.escalated or "escalation" in reasons),
-        latency_s=float(summary.latency_s),
-        llm_calls=json_list(calls),
-    )
-    return row, reasons
-
-
-_with_scores = with_scores
+    row, reasons = trace_row_draft(spans)
+    return with_scores(row, reasons, scores)
 
 
 class BatchRows:
@@ -309,7 +270,7 @@ class BatchRows:
         for trace_id in self.trace_ids:
             # In batch order: the row's reader orders the spans itself (a stable sort, so the same order).
             spans = list(by_trace[trace_id].values())
-            self._drafts[trace_id] = _base_row(spans) if any(s.kind == "agent" for s in spans) else None
+            self._drafts[trace_id] = trace_row_draft(spans) if any(s.kind == "agent" for s in spans) else None
 
     def rows(
         self,
@@ -330,12 +291,12 @@ class BatchRows:
         for trace_id in self.trace_ids:
             if trace_id in prior:
                 spans = loaded.get(trace_id, [])
-                draft = _base_row(spans) if any(s.kind == "agent" for s in spans) else None
+                draft = trace_row_draft(spans) if any(s.kind == "agent" for s in spans) else None
             else:
                 draft = self._drafts[trace_id]
             if draft is not None:
                 scores = [f["score"] for f in feedback.get(trace_id, [])]
-                rows.append(_with_scores(draft[0], draft[1], scores))
+                rows.append(with_scores(draft[0], draft[1], scores))
         return rows
 
 

@@ -134,7 +134,7 @@ def summarize_spans(spans: Sequence[SpanRecord]) -> TraceSummary:
 def row_summary(spans: Sequence[SpanRecord]) -> TraceSummary:
     """:func:`summarize_spans` without what a trace's row never reads: chunks and tool calls are empty.
 
-    For the store's writers only (the per-trace row is built at every write); readers summarize in full.
+    The definition a trace's stored row is held to (``trace_row_draft`` reads the same facts in one pass).
     """
     return _summarize(spans, detail=False)
 
