@@ -210,3 +210,42 @@ def test_the_one_thread_pool_also_serves_the_runners_loops_bounded_daemon_and_re
         pool.shutdown()
     with pytest.raises(RuntimeError, match="shut down"):
         pool.spawn(lambda: None)
+
+
+def test_a_worker_that_cannot_start_withdraws_its_job_and_the_pool_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from replaygate.replay._daemon_pool import DaemonThreadPool
+
+    pool = DaemonThreadPool(3)
+    ran: list[str] = []
+    release = threading.Event()
+    start = threading.Thread.start
+    refuse = [False]
+
+    def start_or_refuse(self: threading.Thread) -> None:
+        if refuse[0]:
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start_or_refuse)
+    try:
+        pool.spawn(lambda: (ran.append("first"), release.wait(5)))
+        refuse[0] = True
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            pool.spawn(lambda: ran.append("withdrawn"))
+        refuse[0] = False
+        release.set()
+        pool.spawn(lambda: ran.append("after"))  # the first worker is free again: it takes this one
+        for _ in range(500):
+            if "after" in ran:
+                break
+            time.sleep(0.01)
+        time.sleep(0.05)
+        assert ran == ["first", "after"]  # the job whose thread could not start never ran
+        assert pool.threads <= 2
+    finally:
+        release.set()
+        pool.shutdown()

@@ -60,6 +60,7 @@ class DaemonThreadPool:
         self._threads: list[threading.Thread] = []
         self._waiting = 0  # workers blocked waiting for a job
         self._queued = 0  # jobs put and not yet taken
+        self._starting = 0  # workers being started (outside the lock)
         self._lock = threading.Lock()
         self._closed = False
         self._done: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
@@ -78,13 +79,28 @@ class DaemonThreadPool:
         with self._lock:
             if self._closed:
                 raise RuntimeError("thread pool is shut down")
-            if self._queued + 1 > self._waiting and len(self._threads) < self.size:
-                t = threading.Thread(target=self._work, name=f"replaygate-target-{len(self._threads)}")
-                t.daemon = True
-                t.start()  # may raise ("can't start new thread"): nothing counted yet
-                self._threads.append(t)
+            start = self._queued + 1 > self._waiting and len(self._threads) + self._starting < self.size
+            if start:
+                self._starting += 1
+                name = f"replaygate-target-{len(self._threads) + self._starting - 1}"
             self._queued += 1
         self._jobs.put(job)
+        if not start:
+            return
+        # Started outside the lock: the workers started before take their jobs (they need the lock)
+        # while this one starts, instead of waiting for every thread of a burst to be started.
+        t = threading.Thread(target=self._work, name=name, daemon=True)
+        try:
+            t.start()
+        except BaseException:  # "can't start new thread": the job is withdrawn (a worker skips it)
+            with self._lock:
+                self._starting -= 1
+                if job.state == _QUEUED:
+                    job.state = _CANCELLED
+            raise
+        with self._lock:
+            self._starting -= 1
+            self._threads.append(t)
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Call ``fn(*args)`` on a worker thread and return its result (or raise its exception).
@@ -187,6 +203,6 @@ class DaemonThreadPool:
         """Stop idle workers; a worker stuck in a hung call ends when the call returns."""
         with self._lock:
             self._closed = True
-            n = len(self._threads)
+            n = len(self._threads) + self._starting
         for _ in range(n):
             self._jobs.put(None)
