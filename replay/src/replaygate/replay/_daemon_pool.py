@@ -35,7 +35,7 @@ _QUEUED, _RUNNING, _FINISHED, _CANCELLED = 0, 1, 2, 3
 
 
 class _Job:
-    __slots__ = ("args", "fn", "future", "loop", "state")
+    __slots__ = ("args", "fn", "future", "last", "loop", "state")
 
     def __init__(
         self,
@@ -43,11 +43,13 @@ class _Job:
         future: asyncio.Future[Any] | None,
         fn: Callable[..., Any],
         args: Any,
+        last: bool = False,
     ) -> None:
         self.loop = loop
         self.future = future  # None: spawned (nobody awaits it)
         self.fn = fn
         self.args = args
+        self.last = last  # the worker ends after this job
         self.state = _QUEUED
 
 
@@ -124,16 +126,18 @@ class DaemonThreadPool:
                 self.give_up()
             raise
 
-    def spawn(self, fn: Callable[[], object]) -> None:
+    def spawn(self, fn: Callable[[], object], *, then_end: bool = False) -> None:
         """Run ``fn()`` on a worker thread, awaited by nobody (``fn`` reports its own outcome).
 
         A free worker takes it, or a new one starts; at the bound it waits for a worker to be free.
-        An exception ``fn`` lets out is logged.
+        An exception ``fn`` lets out is logged. With ``then_end`` the worker thread ends once ``fn``
+        returns (a loop that serves until no work is left: its thread ends when it finds none, not all
+        of them together at :meth:`shutdown`).
 
         Raises:
             RuntimeError: the pool is shut down, or a worker thread cannot start.
         """
-        self._put(_Job(None, None, fn, ()))
+        self._put(_Job(None, None, fn, (), then_end))
 
     def give_up(self) -> None:
         """A call running on a worker was given up (it timed out): allow one more thread in its place.
@@ -169,6 +173,8 @@ class DaemonThreadPool:
                         log.error("a replaygate thread failed: %r", error, exc_info=error)
                 else:
                     self._hand_back(job, result, error)
+            if job.last:
+                return
             del job
 
     def _hand_back(self, job: _Job, result: Any, error: BaseException | None) -> None:

@@ -115,7 +115,7 @@ class ThreadedCalls:
             self._done.set_exception(exc)
 
     def _start_thread(self) -> None:
-        self._pool.spawn(self._work)
+        self._pool.spawn(self._work, then_end=True)  # ends when no attempt is left
 
     def _work(self) -> None:
         try:
