@@ -186,3 +186,33 @@ def test_a_run_cancelled_while_calls_run_is_quiet_and_resumable(
     keys = [(a.scenario_id, a.index) for a in run.attempts]
     assert len(keys) == len(set(keys)) == 120 and {a.status for a in run.attempts} == {"pass"}
     assert json.loads(out.read_text())["run_id"] == run.run_id
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_finished_run_leaves_no_cycle_holding_its_attempts(tmp_path: Path, kind: str) -> None:
+    import gc
+
+    def sync_target(turns: list[str], context: dict[str, Any]) -> str:
+        return "good"
+
+    async def async_target(turns: list[str], context: dict[str, Any]) -> str:
+        return "good"
+
+    target = sync_target if kind == "sync" else async_target
+    scenarios = [scenario(f"s{i}", repeats=3) for i in range(5)]
+    gc.collect()
+    gc.disable()  # no collection during the run: only what reference counting frees is freed
+    try:
+        run = run_suite(scenarios, target, {}, out_path=tmp_path / "run.json", concurrency=4, timeout_s=5, **KW)
+        assert run.summary.passes == 15
+        del run
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        kinds = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    # the runner's loop, its threads' state and the attempts are freed when the run is done, not by
+    # the cycle collector some time later
+    assert not kinds & {"_Loop", "ThreadedCalls", "Attempt", "AttemptRunner"}, kinds

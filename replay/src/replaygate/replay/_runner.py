@@ -205,6 +205,7 @@ class _Loop:
         except BaseExceptionGroup as failed:  # a worker failed (journal unwritable, or a bug): say what
             raise failed.exceptions[0] from None
         finally:
+            self.threaded = None  # its on_called holds this loop: no cycle outlives the run
             await self._close()
         if self.journal_failed or self.failed:
             raise (self.journal_failed or self.failed)[0]
