@@ -203,7 +203,8 @@ def test_a_finished_run_leaves_no_cycle_holding_its_attempts(tmp_path: Path, kin
     gc.collect()
     gc.disable()  # no collection during the run: only what reference counting frees is freed
     try:
-        run = run_suite(scenarios, target, {}, out_path=tmp_path / "run.json", concurrency=4, timeout_s=5, **KW)
+        out = tmp_path / "run.json"
+        run = run_suite(scenarios, target, {}, out_path=out, concurrency=4, timeout_s=5, **KW)
         assert run.summary.passes == 15
         del run
         gc.set_debug(gc.DEBUG_SAVEALL)
