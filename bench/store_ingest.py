@@ -7,7 +7,7 @@ process and from 4 at once, with the default queue, and whether the store report
 
 Each row gives spans/s per process (wall clock, so it moves with the machine's load: read it with the
 ``uptime`` printed beside it) and CPU microseconds per span (all threads of the agent process, or of the
-receiver for ``collect``), which is what to trust on a shared machine. Two rows split one process's CPU:
+``replaygate collect`` command's processes, run here as a user runs it: gunicorn, one worker), which is what to trust on a shared machine. Two rows split one process's CPU:
 the agent's own work (decorator and OpenTelemetry SDK, no exporter) and the store's export path alone
 (redaction, the span record, the trace row, the SQLite write) over the same spans.
 
@@ -159,31 +159,83 @@ def _otlp_worker(url: str, token: str, n: int, out: Any) -> None:
     out.put((time.perf_counter() - t0, h.get("exported_spans", 0), h.get("dropped_spans", 0), achieved))
 
 
-def through_collect(store_url: str, processes: int, calls: int) -> dict[str, Any]:
-    from werkzeug.serving import make_server
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a live process and its live children (Linux /proc: the collect master and workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
 
-    from replaygate.collect import Receiver, create_collect_app
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def through_collect(store_url: str, processes: int, calls: int, workers: int = 1) -> dict[str, Any]:
+    """The real ``replaygate collect`` command (gunicorn) in its own process, 4 OTLP agents sending to it."""
+    import subprocess
+
+    import httpx
+
     from replaygate.store import TraceStore
 
-    store = TraceStore(store_url)
-    receiver = Receiver(store, token="bench")
-    server = make_server("127.0.0.1", 0, create_collect_app(receiver), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    port, token = _free_port(), "bench"
+    env = {**os.environ, "REPLAYGATE_COLLECT_TOKEN": token, "REPLAYGATE_STORE": store_url}
+    log = tempfile.TemporaryFile()
+    cmd = [
+        sys.executable,
+        "-c",
+        "from replaygate.cli import main; main()",
+        "collect",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
+    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    store = None
     try:
+        deadline = time.monotonic() + 60
+        while True:
+            if server.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                raise SystemExit("replaygate collect did not start:\n" + log.read().decode(errors="replace"))
+            try:
+                if httpx.get(
+                    f"{base}/v1/collect/health", headers={"Authorization": f"Bearer {token}"}
+                ).is_success:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
         ctx = mp.get_context("spawn")
         out: Any = ctx.Queue()
-        url = f"http://127.0.0.1:{server.server_port}/v1/traces"
-        c0 = _cpu_s()
-        procs = [ctx.Process(target=_otlp_worker, args=(url, "bench", calls, out)) for _ in range(processes)]
+        c0 = _tree_cpu_s(server.pid)
+        procs = [
+            ctx.Process(target=_otlp_worker, args=(f"{base}/v1/traces", token, calls, out))
+            for _ in range(processes)
+        ]
         for p in procs:
             p.start()
         results = [out.get(timeout=900) for _ in procs]
         for p in procs:
             p.join()
-        receiver_cpu = _cpu_s() - c0  # this process: the receiver (decode, normalise, write)
+        receiver_cpu = _tree_cpu_s(server.pid) - c0  # the receiver's processes: decode, normalise, write
         wall = max(r[0] for r in results)
-        spans = receiver.stats.spans
+        store = TraceStore(store_url)
+        spans = sum(r[1] for r in results)  # acknowledged by collect (200 only once committed)
         return {
             "rate": spans / wall / processes,
             "agent_us": None,
@@ -197,8 +249,11 @@ def through_collect(store_url: str, processes: int, calls: int) -> dict[str, Any
             "spans": processes * calls * SPANS_PER_CALL,
         }
     finally:
-        server.shutdown()
-        store.close()
+        server.terminate()
+        server.wait(60)
+        log.close()
+        if store is not None:
+            store.close()
 
 
 def stages(calls: int = 1000) -> None:

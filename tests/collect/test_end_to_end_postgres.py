@@ -82,7 +82,16 @@ def _collect(url: str, port: int, tmp: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "REPLAYGATE_COLLECT_TOKEN": TOKEN, "REPLAYGATE_STORE": url}
     with (tmp / "collect.log").open("wb") as log:  # the child keeps its own handle
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from replaygate.cli import main; main()", "collect", "--port", str(port)],
+            [
+                sys.executable,
+                "-c",
+                "from replaygate.cli import main; main()",
+                "collect",
+                "--port",
+                str(port),
+                "--workers",
+                "2",
+            ],  # fmt: skip
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -164,6 +173,11 @@ def test_four_otlp_agents_to_collect_then_every_command_on_postgres(postgres: An
     finally:
         collect.terminate()
         collect.wait(30)
+    log = (tmp_path / "collect.log").read_text()
+    # gunicorn, two workers, stopped gracefully by SIGTERM; no development server, no line per request
+    assert collect.returncode == 0, log
+    assert "gunicorn" in log and log.count("Booting worker") == 2, log
+    assert "development server" not in log and "POST /v1/traces" not in log, log
     sent = {i for r in results for i in r["ids"]}
     assert len(sent) == AGENTS * CALLS and all(r["flushed"] for r in results)
     assert all(r["health"].get("dropped_spans", 0) == 0 for r in results)

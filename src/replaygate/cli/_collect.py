@@ -25,25 +25,48 @@ __all__ = ["register"]
     type=click.IntRange(1, 64),
     default=4,
     show_default=True,
-    help="Requests writing to the store at once; more wait, then get 429.",
+    help="Requests writing to the store at once, per worker; more wait, then get 429.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Worker processes (gunicorn); each decodes and writes on its own.",
+)
+@click.option(
+    "--threads", type=click.IntRange(1, 256), default=8, show_default=True, help="Request threads per worker."
 )
 def collect_cmd(
-    host: str, port: int, store: str | None, token_file: str | None, max_body_mb: int, max_inflight: int
+    host: str,
+    port: int,
+    store: str | None,
+    token_file: str | None,
+    max_body_mb: int,
+    max_inflight: int,
+    workers: int,
+    threads: int,
 ) -> None:
-    """Receive OTLP/HTTP spans (and feedback) from agents on any machine and write them to the store."""
+    """Receive OTLP/HTTP spans (and feedback) from agents on any machine and write them to the store.
+
+    Served by gunicorn (SIGTERM stops it gracefully: requests in flight are answered first).
+    """
     from pathlib import Path
 
-    from werkzeug.serving import run_simple
-
-    from replaygate.collect import create_collect_app, receiver_from_env
+    from replaygate.collect._server import serve_collect
 
     token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else None
-    receiver = receiver_from_env(store, token, max_body_bytes=max_body_mb << 20, max_inflight=max_inflight)
-    click.echo(
-        f"replaygate collect: OTLP/HTTP on http://{host}:{port}/v1/traces, feedback on /v1/feedback, "
-        f"writing to {receiver.store.path}"
+    serve_collect(
+        host,
+        port,
+        store=store,
+        token=token,
+        workers=workers,
+        threads=threads,
+        announce=click.echo,
+        max_body_bytes=max_body_mb << 20,
+        max_inflight=max_inflight,
     )
-    run_simple(host, port, create_collect_app(receiver), threaded=True, use_reloader=False)
 
 
 def register(group: click.Group) -> None:

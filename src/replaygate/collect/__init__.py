@@ -20,7 +20,8 @@ token. Bounds and backpressure: see :class:`Receiver` (413 for a body too large,
 ``Retry-After`` when busy or when the store cannot be written; 200 only once the spans are committed).
 The same endpoints are served by ``replaygate serve`` when ``REPLAYGATE_COLLECT_TOKEN`` is set.
 Spans are normalised by ``replaygate.instrumentation``'s ``span_to_record``, the in-process store's code.
-gRPC is not served: use OTLP/HTTP (the Collector's ``otlphttp`` exporter).
+gRPC is not served: use OTLP/HTTP (the Collector's ``otlphttp`` exporter). The command serves the app
+on gunicorn (``replaygate.collect._server.serve_collect``: workers, threads, no access log).
 """
 
 from replaygate.collect._app import TOKEN_ENV, create_collect_app, receiver_from_env
