@@ -7,8 +7,9 @@ process and from 4 at once, with the default queue, and whether the store report
 
 Each row gives spans/s per process (wall clock, so it moves with the machine's load: read it with the
 ``uptime`` printed beside it) and CPU microseconds per span (all threads of the agent process, or of the
-``replaygate collect`` command's processes, run here as a user runs it: gunicorn, one worker), which is what to trust on a shared machine. Two rows split one process's CPU:
-the agent's own work (decorator and OpenTelemetry SDK, no exporter) and the store's export path alone
+``replaygate collect`` command's processes, run as a user runs it: gunicorn, one worker), which is what
+to trust on a shared machine. Two rows split one process's CPU: the agent's own work (decorator and
+OpenTelemetry SDK, no exporter) and the store's export path alone
 (redaction, the span record, the trace row, the SQLite write) over the same spans.
 
 ``--stages`` prints only the CPU us/span of each stage of the export path (normalise, encode, trace rows,
