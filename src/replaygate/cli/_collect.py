@@ -53,7 +53,7 @@ def collect_cmd(
     """
     from pathlib import Path
 
-    from replaygate.collect._server import serve_collect
+    from replaygate.collect import serve_collect
 
     token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else None
     serve_collect(

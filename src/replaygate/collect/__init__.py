@@ -21,13 +21,14 @@ token. Bounds and backpressure: see :class:`Receiver` (413 for a body too large,
 The same endpoints are served by ``replaygate serve`` when ``REPLAYGATE_COLLECT_TOKEN`` is set.
 Spans are normalised by ``replaygate.instrumentation``'s ``span_to_record``, the in-process store's code.
 gRPC is not served: use OTLP/HTTP (the Collector's ``otlphttp`` exporter). The command serves the app
-on gunicorn (``replaygate.collect._server.serve_collect``: workers, threads, no access log).
+on gunicorn (:func:`serve_collect`: workers, threads, no access log).
 """
 
 from replaygate.collect._app import TOKEN_ENV, create_collect_app, receiver_from_env
 from replaygate.collect._decode import decode_request, encode_response, records_from_request
 from replaygate.collect._errors import BadRequest, CollectError
 from replaygate.collect._receiver import Receiver, ReceiverStats, collect_blueprint
+from replaygate.collect._server import serve_collect
 
 __all__ = [
     "TOKEN_ENV",
@@ -41,4 +42,5 @@ __all__ = [
     "encode_response",
     "receiver_from_env",
     "records_from_request",
+    "serve_collect",
 ]
