@@ -25,7 +25,6 @@ import re
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,17 +37,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _proc import cpu_of_tree, free_port  # noqa: E402
 from canary_scale import _Decisions, fill  # noqa: E402
 
 READ_TOKEN = "bench-read-token"
 PASSWORD = "bench password 123"
 SHARE = 0.10
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _clients(url: str, n: int, seconds: float, out: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -105,22 +99,6 @@ def _releaser(base: str, seconds: float, times: list[float], errors: list[str]) 
             if r.status_code != 200 or "rita" not in r.text:
                 errors.append(f"GET / -> {r.status_code}")
             time.sleep(0.2)
-
-
-def _cpu_of_tree(root: int) -> float:
-    """CPU seconds (user + system) of ``root`` and its children (the gunicorn master and workers)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(entry.name) == root or int(fields[1]) == root:  # fields[1]: the parent's pid
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 def _server_costs(url: str, users: Path, n: int = 300) -> tuple[float, float, float]:
@@ -200,7 +178,7 @@ def main() -> None:
         f"users:\n  rita: {{password_hash: '{generate_password_hash(PASSWORD)}', role: releaser}}\n"
     )
     read_ms, view_ms, cached_ms = _server_costs(url, users)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "REPLAYGATE_STORE": url,
@@ -256,7 +234,7 @@ def main() -> None:
             threading.Thread(target=_releaser, args=(base, args.seconds, page_times, page_errors))
             for _ in range(args.releasers)
         ]
-        cpu0, wall0, load0 = _cpu_of_tree(server.pid), time.monotonic(), os.getloadavg()[0]
+        cpu0, wall0, load0 = cpu_of_tree(server.pid), time.monotonic(), os.getloadavg()[0]
         for t in releasers:
             t.start()
         answers = [out.get(timeout=args.seconds + 120) for _ in procs]
@@ -266,7 +244,7 @@ def main() -> None:
             t.join()
         for p in procs:
             p.join()
-        server_cpu, wall = _cpu_of_tree(server.pid) - cpu0, time.monotonic() - wall0
+        server_cpu, wall = cpu_of_tree(server.pid) - cpu0, time.monotonic() - wall0
         load1 = os.getloadavg()[0]
     finally:
         os.killpg(server.pid, signal.SIGTERM)

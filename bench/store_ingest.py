@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pg import postgres  # noqa: E402
+from _proc import cpu_of_tree, free_port  # noqa: E402
 
 SPANS_PER_CALL = 4  # agent + retrieval + tool + llm
 TARGET_SPANS_PER_S = 10_000
@@ -160,30 +161,6 @@ def _otlp_worker(url: str, token: str, n: int, out: Any) -> None:
     out.put((time.perf_counter() - t0, h.get("exported_spans", 0), h.get("dropped_spans", 0), achieved))
 
 
-def _tree_cpu_s(pid: int) -> float:
-    """CPU seconds of a live process and its live children (Linux /proc: the collect master and workers)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(entry.name) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-    return total
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def through_collect(store_url: str, processes: int, calls: int, workers: int = 1) -> dict[str, Any]:
     """The real ``replaygate collect`` command (gunicorn) in its own process, 4 OTLP agents sending to it."""
     import subprocess
@@ -192,7 +169,7 @@ def through_collect(store_url: str, processes: int, calls: int, workers: int = 1
 
     from replaygate.store import TraceStore
 
-    port, token = _free_port(), "bench"
+    port, token = free_port(), "bench"
     env = {**os.environ, "REPLAYGATE_COLLECT_TOKEN": token, "REPLAYGATE_STORE": store_url}
     log = tempfile.TemporaryFile()
     cmd = [
@@ -223,7 +200,7 @@ def through_collect(store_url: str, processes: int, calls: int, workers: int = 1
                 time.sleep(0.1)
         ctx = mp.get_context("spawn")
         out: Any = ctx.Queue()
-        c0 = _tree_cpu_s(server.pid)
+        c0 = cpu_of_tree(server.pid)
         procs = [
             ctx.Process(target=_otlp_worker, args=(f"{base}/v1/traces", token, calls, out))
             for _ in range(processes)
@@ -233,7 +210,7 @@ def through_collect(store_url: str, processes: int, calls: int, workers: int = 1
         results = [out.get(timeout=900) for _ in procs]
         for p in procs:
             p.join()
-        receiver_cpu = _tree_cpu_s(server.pid) - c0  # the receiver's processes: decode, normalise, write
+        receiver_cpu = cpu_of_tree(server.pid) - c0  # the receiver's processes: decode, normalise, write
         wall = max(r[0] for r in results)
         store = TraceStore(store_url)
         spans = sum(r[1] for r in results)  # acknowledged by collect (200 only once committed)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from replaygate.store import TraceStore
+from tests.collect.command import free_port, start_collect
 
 TOKEN = "command-token-42"
 SPAN = {
@@ -41,12 +40,6 @@ SPAN = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _replaygate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", "from replaygate.cli import main; main()", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
@@ -54,7 +47,7 @@ def _replaygate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[
 
 def test_collect_without_a_token_stops_at_start_up_with_what_to_set(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REPLAYGATE_COLLECT_TOKEN"}
-    result = _replaygate("collect", "--store", str(tmp_path / "s.db"), "--port", str(_free_port()), env=env)
+    result = _replaygate("collect", "--store", str(tmp_path / "s.db"), "--port", str(free_port()), env=env)
     assert result.returncode == 3, result.stderr
     assert "set REPLAYGATE_COLLECT_TOKEN" in result.stderr and "Traceback" not in result.stderr
 
@@ -62,7 +55,7 @@ def test_collect_without_a_token_stops_at_start_up_with_what_to_set(tmp_path: Pa
 def test_collect_with_an_unreachable_store_stops_before_any_worker_starts() -> None:
     url = "postgresql+psycopg://rg:secret@127.0.0.1:1/nothing"
     env = {**os.environ, "REPLAYGATE_COLLECT_TOKEN": TOKEN}
-    result = _replaygate("collect", "--store", url, "--port", str(_free_port()), env=env)
+    result = _replaygate("collect", "--store", url, "--port", str(free_port()), env=env)
     out = result.stdout + result.stderr
     assert result.returncode == 3, out
     assert "error: cannot read store postgresql+psycopg://rg:***@127.0.0.1:1/nothing" in out
@@ -70,36 +63,13 @@ def test_collect_with_an_unreachable_store_stops_before_any_worker_starts() -> N
 
 
 def test_collect_serves_on_gunicorn_writes_sqlite_and_stops_gracefully(tmp_path: Path) -> None:
-    db, port, log = tmp_path / "store.db", _free_port(), tmp_path / "collect.log"
-    env = {**os.environ, "REPLAYGATE_COLLECT_TOKEN": TOKEN}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from replaygate.cli import main; main()",
-                "collect",
-                "--store",
-                str(db),
-                "--port",
-                str(port),
-                "--threads",
-                "2",
-            ],  # fmt: skip
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    db, port, log = tmp_path / "store.db", free_port(), tmp_path / "collect.log"
+    proc = start_collect(
+        port, log, "--store", str(db), "--threads", "2", env={"REPLAYGATE_COLLECT_TOKEN": TOKEN}
+    )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            try:
-                refused = httpx.post(f"{base}/v1/traces", json=SPAN, timeout=2)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        refused = httpx.post(f"{base}/v1/traces", json=SPAN, timeout=2)
         assert refused.status_code == 401
         accepted = httpx.post(f"{base}/v1/traces", json=SPAN, headers={"Authorization": f"Bearer {TOKEN}"})
         assert accepted.status_code == 200, accepted.text

@@ -9,21 +9,18 @@ and every trace the agents made is there.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from click.testing import CliRunner
 
 from replaygate.cli import cli
 from replaygate.gate import DecisionStore, unread_scenarios
 from replaygate.store import TraceStore
 from replaygate.web import WebConfig, create_app
+from tests.collect.command import free_port, start_collect
 from tests.web.gate_fixture import write_gate_reports
 
 TOKEN = "e2e-collect-token"
@@ -72,40 +69,9 @@ guardrails:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _collect(url: str, port: int, tmp: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "REPLAYGATE_COLLECT_TOKEN": TOKEN, "REPLAYGATE_STORE": url}
-    with (tmp / "collect.log").open("wb") as log:  # the child keeps its own handle
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from replaygate.cli import main; main()",
-                "collect",
-                "--port",
-                str(port),
-                "--workers",
-                "2",
-            ],  # fmt: skip
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (tmp / "collect.log").read_text()
-        try:
-            httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=b"", timeout=1)
-            return proc
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise AssertionError("replaygate collect did not start: " + (tmp / "collect.log").read_text())
+    env = {"REPLAYGATE_COLLECT_TOKEN": TOKEN, "REPLAYGATE_STORE": url}
+    return start_collect(port, tmp / "collect.log", "--workers", "2", env=env)
 
 
 def _sign_a_pass(url: str, tmp: Path) -> str:
@@ -146,7 +112,7 @@ def test_four_otlp_agents_to_collect_then_every_command_on_postgres(postgres: An
     )
     assert started.exit_code == 0, started.output
 
-    port = _free_port()
+    port = free_port()
     collect = _collect(url, port, tmp_path)
     try:
         agents = [
