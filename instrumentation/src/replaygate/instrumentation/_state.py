@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from replaygate.instrumentation._health import HEALTH
+from replaygate.instrumentation._health import HEALTH, logger
 from replaygate.instrumentation.version import __version__
 
 if TYPE_CHECKING:  # the export pipeline is loaded by ``configure``, not by the decorators
@@ -24,6 +24,13 @@ if TYPE_CHECKING:  # the export pipeline is loaded by ``configure``, not by the 
 __all__ = ["ACTIVE", "SCOPE", "STATE", "Instrumentation", "State"]
 
 SCOPE = "replaygate.instrumentation"
+
+#: Logged once per process, the first time a traced call finds nothing to record it.
+NOT_RECORDED = (
+    "replaygate: a traced call ran but nothing records it: configure() was not called and this process "
+    "has no OpenTelemetry tracer provider. Call replaygate.instrumentation.configure() once at start-up "
+    "(the embedded store by default, REPLAYGATE_STORE or an OTLP endpoint). This warning is given once."
+)
 
 
 class Instrumentation:
@@ -95,6 +102,7 @@ class State:
         self.destinations: dict[str, str] = {}
         self.store_path: str | None = None
         self._global_real = False
+        self._warned_unrecorded = False
 
     @property
     def max_chars(self) -> int:
@@ -124,6 +132,9 @@ class State:
             return self.tracer
         provider = trace.get_tracer_provider()
         if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            if not self._warned_unrecorded:  # a silent no-op would look like an agent that never ran
+                self._warned_unrecorded = True
+                logger.warning(NOT_RECORDED)
             return None
         self._global_real = True  # the global provider can be set only once
         return self.tracer
