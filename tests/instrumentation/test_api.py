@@ -69,6 +69,7 @@ EXPECTED = {
     "close_route",
     "connect_store_db",
     "describe_destinations",
+    "fast_init",
     "feedback_value",
     "id_chunks",
     "jsonable",

@@ -6,11 +6,32 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from replaygate.instrumentation import SpanRecord
 from replaygate.replay._artifacts import Artifact, _lines
 
 _text = st.text(max_size=10) | st.just('},{"scenario_id":')
+_value = st.none() | st.integers() | st.floats(allow_nan=False) | _text | st.lists(_text, max_size=2)
+_span = st.builds(
+    lambda name, attributes, events, status: SpanRecord(
+        trace_id="t" * 32,
+        span_id="s" * 16,
+        parent_id=None,
+        name=name,
+        kind="other",
+        start_ns=1,
+        end_ns=2,
+        status=status,
+        status_message=None,
+        attributes=attributes,
+        events=tuple({"name": e, "timestamp_ns": 1, "attributes": {}} for e in events),
+    ),
+    _text,
+    st.dictionaries(_text, _value, max_size=3),
+    st.lists(_text, max_size=2),
+    st.sampled_from(["ok", "error", "unset"]),
+)
 _artifact = st.builds(
-    lambda sid, index, answer, messages: Artifact(
+    lambda sid, index, answer, messages, spans: Artifact(
         scenario_id=sid,
         index=index,
         trace_id="t" * 32,
@@ -18,11 +39,13 @@ _artifact = st.builds(
         label=None,
         error=None,
         messages=messages,
+        spans=spans,
     ),
     _text,
     st.integers(0, 5),
     st.none() | _text,
     st.lists(st.dictionaries(st.sampled_from(["scenario_id", "role"]), _text, max_size=2), max_size=2),
+    st.lists(_span, max_size=2) | st.lists(_span, max_size=2).map(tuple),
 )
 
 

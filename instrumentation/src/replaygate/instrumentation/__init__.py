@@ -147,6 +147,7 @@ if TYPE_CHECKING:  # the names below are loaded on first use (PEP 562 ``__getatt
     from replaygate.instrumentation._configure import Instrumentation, configure, health, shutdown
     from replaygate.instrumentation._destinations import absolute_store, describe_destinations
     from replaygate.instrumentation._feedback import record_feedback
+    from replaygate.instrumentation._frozen import fast_init
     from replaygate.instrumentation._normalize import (
         AgentRun,
         NormalizedSpan,
@@ -208,6 +209,7 @@ _LAZY = {
     "absolute_store": "_destinations",
     "describe_destinations": "_destinations",
     "record_feedback": "_feedback",
+    "fast_init": "_frozen",
     "AgentRun": "_normalize",
     "NormalizedSpan": "_normalize",
     "Retrieval": "_normalize",
@@ -308,6 +310,7 @@ __all__ = [
     "connect_store_db",
     "current_trace_id",
     "describe_destinations",
+    "fast_init",
     "feedback_value",
     "health",
     "id_chunks",

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 import pydantic_core
-from replaygate.instrumentation import SpanRecord
+from replaygate.instrumentation import SpanRecord, fast_init
 from replaygate.replay._batch_queue import STOP, next_batch
 from replaygate.replay._errors import RunFileError
 from replaygate.replay._versioned import Upgrade, upgrade_document
@@ -61,6 +61,7 @@ def artifacts_path(out_dir: Path, run_id: str) -> Path:
     return out_dir / run_id / ARTIFACTS_FILE
 
 
+@fast_init
 @dataclass(frozen=True)
 class Artifact:
     """One attempt's artifact: what the target returned and the attempt's spans."""
@@ -92,8 +93,13 @@ def _lines(items: Sequence[Artifact]) -> list[bytes] | None:
     """
     if len(items) < 2 or any(type(a) is not Artifact for a in items):
         return None
+    # Each artifact and span as its instance dict (its fields, in declaration order): serialized the same
+    # as the dataclass, in less than half the time.
+    plain = [
+        {**a.__dict__, "spans": [s.__dict__ if type(s) is SpanRecord else s for s in a.spans]} for a in items
+    ]
     try:
-        parts = pydantic_core.to_json(list(items), fallback=str)[1:-1].split(_NEXT)
+        parts = pydantic_core.to_json(plain, fallback=str)[1:-1].split(_NEXT)
     except Exception:  # an unserializable value: the one-by-one path says which artifact
         return None
     if len(parts) != len(items):

@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from replaygate.instrumentation import fast_init
 from replaygate.replay._errors import TargetError
 from replaygate.replay._runfile import ConversationTurn
 
 __all__ = ["Target", "TargetOutput", "parse_target_output"]
 
 
+@fast_init
 @dataclass(frozen=True)
 class TargetOutput:
     """What a target returned for one attempt."""
