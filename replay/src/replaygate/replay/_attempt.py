@@ -114,9 +114,17 @@ def _raised(root: AttemptSpan, exc: BaseException) -> str:
 SCORES_KEPT = 8
 
 
+#: Whether each check class has a ``regex`` (looked up once per class, not once per scenario's check).
+_HAS_REGEX: dict[type, bool] = {}
+
+
 def _linear(check: Check) -> bool:
     """Whether a check runs in bounded time whatever the deadline (no backtracking regex)."""
-    if not any("regex" in vars(kind) for kind in type(check).__mro__):  # no getattr: a miss raises slowly
+    kind = type(check)
+    has = _HAS_REGEX.get(kind)
+    if has is None:  # no getattr on the check: a miss raises slowly
+        has = _HAS_REGEX[kind] = any("regex" in vars(k) for k in kind.__mro__)
+    if not has:
         return True
     regex = check.regex  # type: ignore[union-attr]
     return regex is None or bool(regex.linear)
@@ -287,17 +295,17 @@ class AttemptRunner:
     def _session(self, flight: Flight) -> str:
         return f"{self.run_id}/{flight.scenario.id}/{flight.index}"
 
-    async def call(self, scenario: Scenario, index: int) -> Called:
+    async def call(self, scenario: Scenario, index: int, task: asyncio.Task[Any] | None = None) -> Called:
         """Call the target once inside the attempt's root span; scoring is :meth:`finish`.
 
         The runner starts the next call before scoring this one, so a slot of concurrency is never held
-        while the event loop scores.
+        while the event loop scores. ``task`` is the current task, when the caller knows it.
         """
         flight = self.begin(scenario, index)
         output: TargetOutput | None = None
         error: str | None = None
         with flight.root:
-            deadline = self._deadlines.start()  # like asyncio.timeout, one timer for the whole run
+            deadline = self._deadlines.start(task)  # like asyncio.timeout, one timer for the whole run
             timed_out = False
             try:
                 try:

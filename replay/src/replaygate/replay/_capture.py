@@ -84,13 +84,16 @@ class AttemptSpan(NonRecordingSpan):
     span), so an agent that annotates the current span outside its own spans is still recorded.
     """
 
-    def __init__(self, attributes: Mapping[str, Any]) -> None:
+    def __init__(self, attributes: Mapping[str, Any]) -> None:  # noqa: D107 - see the class
         trace_id, span_id = _new_id(128), _new_id(64)
-        super().__init__(SpanContext(trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
+        # The span context is made when something asks for it (a child span starting): most attempts of
+        # a plain target never do. (NonRecordingSpan.__init__ only stores it.)
+        self._context = None  # type: ignore[assignment]
         self.trace_id = format(trace_id, "032x")
         """The attempt's trace id, 32 lowercase hex digits."""
         self.trace_number = trace_id  # the same id as a number (the capture routing's key)
         self.span_id = format(span_id, "016x")
+        self._span_number = span_id
         self.asked = False  # whether anything asked for this span's context (a child span starting)
         open_route(trace_id, span_id)
         self.name = ATTEMPT_SPAN_NAME
@@ -120,7 +123,12 @@ class AttemptSpan(NonRecordingSpan):
 
     def get_span_context(self) -> SpanContext:
         self.asked = True
-        return super().get_span_context()
+        context = self._context
+        if context is None:
+            context = self._context = SpanContext(
+                self.trace_number, self._span_number, is_remote=False, trace_flags=_SAMPLED
+            )
+        return context
 
     def is_recording(self) -> bool:
         return self.end_ns is None

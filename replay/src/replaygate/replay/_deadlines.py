@@ -13,6 +13,7 @@ handle created and cancelled per call.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 __all__ = ["Deadline", "Deadlines"]
 
@@ -46,11 +47,15 @@ class Deadlines:
         """The deadlines of the calls under way, earliest first."""
         self._timer: asyncio.TimerHandle | None = None
 
-    def start(self) -> Deadline:
-        """The deadline of a call the current task starts now (stop it when the call ends)."""
-        task = asyncio.current_task()
+    def start(self, task: asyncio.Task[Any] | None = None) -> Deadline:
+        """The deadline of a call the current task starts now (stop it when the call ends).
+
+        ``task`` is the current task when the caller knows it already (a worker making many calls).
+        """
         if task is None:
-            raise RuntimeError("a deadline needs a running task")
+            task = asyncio.current_task()
+            if task is None:
+                raise RuntimeError("a deadline needs a running task")
         loop = task.get_loop()
         deadline = Deadline(self, task, loop.time() + self.timeout_s)
         self.pending[deadline] = None

@@ -165,11 +165,12 @@ class _Loop:
         # A worker holds one slot of target concurrency: it starts its next call before a call with judges
         # is scored, so the event loop scores while targets wait instead of between their calls.
         todo, attempts = self.plan.todo, self.attempts
+        task = asyncio.current_task()
         while todo:
             if self.journal_failed or self.failed:
                 raise (self.journal_failed or self.failed)[0]
             scenario, index = todo.popleft()
-            called = await attempts.call(scenario, index)
+            called = await attempts.call(scenario, index, task)
             if attempts.scores_at_once(called.scenario):
                 self.score_later(called)
             else:
