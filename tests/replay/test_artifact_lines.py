@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from replaygate.instrumentation import SpanRecord
-from replaygate.replay._artifacts import Artifact, _lines
+from replaygate.replay._artifacts import Artifact, ArtifactWriter, _lines
 
 _text = st.text(max_size=10) | st.just('},{"scenario_id":')
 _value = st.none() | st.integers() | st.floats(allow_nan=False) | _text | st.lists(_text, max_size=2)
@@ -71,3 +72,21 @@ def test_an_unserializable_artifact_sends_the_group_one_by_one() -> None:
     )
     assert _lines([good, good]) == [good.line(), good.line()]
     assert _lines([good, bad]) is None
+
+
+def test_the_writer_writes_every_good_line_of_a_long_group_and_fails_only_the_bad_one(tmp_path: Path) -> None:
+    # 600 artifacts are serialized in parts; the bad one costs its own line only, in whichever part
+    good = [
+        Artifact(scenario_id="a", index=i, trace_id=None, answer=f"x{i}", label=None, error=None)
+        for i in range(600)
+    ]
+    bad: Any = Artifact(
+        scenario_id="b", index=0, trace_id=None, answer="x", label=None, error=None, messages=[_Unprintable()]
+    )
+    items = [*good[:400], bad, *good[400:]]
+    writer = ArtifactWriter(tmp_path / "artifacts.jsonl")
+    for item in items:
+        writer.submit(item)
+    writer.flush()
+    assert writer.close() == {("b", 0)}
+    assert (tmp_path / "artifacts.jsonl").read_bytes() == b"".join(a.line() for a in good)

@@ -54,3 +54,14 @@ def test_a_claim_that_looks_like_the_next_attempt_is_not_cut_there() -> None:
     assert '},{"scenario_id":' in tricky.model_dump_json()
     got = attempts_json([tricky, plain, tricky])
     assert [text for text, _ in got] == [a.model_dump_json() for a in (tricky, plain, tricky)]
+
+
+def test_a_long_group_is_serialized_in_parts_with_the_same_texts() -> None:
+    # more than one part (the journal hands over thousands at once when the target never waits)
+    attempts = [
+        Attempt(scenario_id=f"s{i % 7}", index=i, status="pass", measures=Measures(latency_s=i / 1000))
+        for i in range(600)
+    ]
+    got = attempts_json(attempts)
+    assert len(got) == 600
+    assert got == [attempt_json(a) for a in attempts]

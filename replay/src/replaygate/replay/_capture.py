@@ -214,16 +214,17 @@ class Capture:
     """The run's capture: pops each attempt's spans and counts attempts whose spans went astray."""
 
     foreign_attempts: int = 0
-    _open: set[str] = field(default_factory=set, repr=False)
+    _open: set[int] = field(default_factory=set, repr=False)  # trace ids, as numbers
 
     def track(self, root: AttemptSpan) -> None:
         """Remember an attempt's trace, so :meth:`close` stops routing it even if it was never popped."""
-        self._open.add(root.trace_id)
+        self._open.add(root.trace_number)
 
     def pop(self, root: AttemptSpan) -> list[SpanRecord]:
         """Stop routing the attempt's trace and return its spans, ordered by start."""
-        self._open.discard(root.trace_id)
-        route = close_route(root.trace_number)
+        number = root.trace_number
+        self._open.discard(number)
+        route = close_route(number)
         if route is None:
             return []
         if route.foreign(root.asked):
@@ -234,7 +235,7 @@ class Capture:
     def close(self) -> None:
         """Stop routing every trace still open (attempts that timed out keep nothing more)."""
         for trace_id in list(self._open):
-            close_route(int(trace_id, 16))
+            close_route(trace_id)
         self._open.clear()
 
 

@@ -235,6 +235,10 @@ def attempt_json(attempt: Attempt) -> tuple[str, str]:
     return _with_digest(attempt.model_dump_json())
 
 
+#: How many attempts :func:`attempts_json` serializes in one call into pydantic.
+_GROUP = 256
+
+
 def attempts_json(attempts: Sequence[Attempt]) -> list[tuple[str, str]]:
     """:func:`attempt_json` of each attempt, serialized together (one call into pydantic for a group).
 
@@ -242,6 +246,10 @@ def attempts_json(attempts: Sequence[Attempt]) -> list[tuple[str, str]]:
     when that text occurs anywhere else too (inside a judge's claims, say), each attempt is serialized
     on its own instead. Either way each text is exactly the attempt's ``model_dump_json()``.
     """
+    if len(attempts) > _GROUP:  # a few hundred at a time: one very long text costs more per attempt
+        return [
+            pair for i in range(0, len(attempts), _GROUP) for pair in attempts_json(attempts[i : i + _GROUP])
+        ]
     if len(attempts) < 2 or any(type(a) is not Attempt for a in attempts):
         return [attempt_json(a) for a in attempts]
     parts = _ATTEMPT_LIST.dump_json(list(attempts)).decode("utf-8")[1:-1].split(_NEXT_ATTEMPT)

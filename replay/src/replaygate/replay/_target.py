@@ -107,7 +107,7 @@ class CallableTarget:
         run).
         """
         result = self.fn(*self._args(turns, context, config))
-        if inspect.isawaitable(result):
+        if type(result) is not str and inspect.isawaitable(result):  # a str answer: the usual, checked fast
             if loop is None:
                 raise TargetError(f"target {self.spec}: returned an awaitable where no event loop runs")
             future = asyncio.run_coroutine_threadsafe(_awaited(result), loop)
