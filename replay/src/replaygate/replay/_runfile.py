@@ -209,8 +209,13 @@ def content_hash(obj: Any) -> str:
 
     Used for the suite hash, the gate-policy hash and configuration hashes, so every part hashes alike.
     """
-    data = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    data = _CANONICAL.encode(obj)
     return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+#: ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)``, made once
+#: (``dumps`` with options builds an encoder per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def attempt_digest(attempt: Attempt) -> str:

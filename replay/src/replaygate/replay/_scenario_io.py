@@ -390,9 +390,12 @@ def save_scenario(scenario: Scenario, directory: str | os.PathLike[str]) -> Path
     return save_atomic(Path(directory) / f"{scenario.id}.yaml", dump_scenario(scenario))
 
 
+_PASS_CONDITION: set[str] = set(PASS_CONDITION_FIELDS)  # read only
+
+
 def scenario_content_hash(scenario: Scenario) -> str:
     """Hash of the pass condition (checks, judges, turns, context, retrieval, threshold, repeats, ...)."""
-    data = scenario.model_dump(mode="json", by_alias=True, include=set(PASS_CONDITION_FIELDS))
+    data = scenario.model_dump(mode="json", by_alias=True, include=_PASS_CONDITION)
     # Fields added later hash only when set, so the scenarios written before them keep their hashes.
     if data.get("followups") is None:
         data.pop("followups", None)
