@@ -74,3 +74,19 @@ def test_an_otlp_agent_s_drops_are_counted_in_the_collector_s_store(store_url, s
         finally:
             ri.shutdown(timeout=5)
             provider.shutdown()
+
+
+def test_the_drop_warning_advises_only_what_applies(store_url) -> None:
+    from tests.conftest import invoke_cli
+
+    with TraceStore(store_url) as store:
+        store.record_drops("host-a:12:1", 40)
+        store.record_drops("host-b:7:1", 2)
+    result = invoke_cli("traces", "--store", store_url)
+    assert result.exit_code == 0, result.output
+    warning = " ".join(result.output.split())  # the console wraps long lines
+    assert "agents dropped 42 spans before they reached this store" in warning and "2 processes" in warning
+    assert "raise REPLAYGATE_QUEUE_SIZE in the agents" in warning
+    assert "export through" not in warning  # never tell collect's agents to use collect
+    postgres = store_url.startswith("postgresql")
+    assert ("collector's capacity (`replaygate collect --workers`)" in warning) is postgres

@@ -257,6 +257,34 @@ def test_choose_variant_annotates_current_span(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(_routing, "_client", None)
 
 
+def test_store_off_without_a_canary_source_says_so_and_serves_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a file named "off" here would be read if "off" were taken as a path
+    (tmp_path / "off").write_text("not a store")
+    monkeypatch.setenv("REPLAYGATE_STORE", "off")
+    monkeypatch.delenv("REPLAYGATE_CANARY_SOURCE", raising=False)
+    monkeypatch.setattr(_routing, "_client", None)
+    with caplog.at_level("WARNING", logger="replaygate.routing"):
+        assert {choose_variant(f"u{i}", annotate=False).name for i in range(50)} == {"baseline"}
+        assert _routing.routing_client().wait_ready(2)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "replaygate.routing"]
+    assert len(warnings) == 1, warnings
+    assert "no canary source is configured" in warnings[0] and "REPLAYGATE_CANARY_SOURCE" in warnings[0]
+    assert "no replaygate store at off" not in warnings[0]
+    stats = _routing.routing_client().stats()
+    assert (
+        stats["source"] is None
+        and stats["failures"] == 0
+        and "REPLAYGATE_STORE is off" in stats["last_error"]
+    )
+    monkeypatch.setenv(
+        "REPLAYGATE_CANARY_SOURCE", str(tmp_path / "nope.db")
+    )  # a source given: read as before
+    assert _routing.configure_routing(refresh_s=0).source == str(tmp_path / "nope.db")
+    monkeypatch.setattr(_routing, "_client", None)
+
+
 def test_choose_variant_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     class Broken:
         def choose(self, key: str) -> Variant:

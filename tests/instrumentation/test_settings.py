@@ -108,3 +108,23 @@ def test_a_misspelt_option_is_refused_like_a_keyword_argument() -> None:
         resolve_settings(env={}, sample_rate=0.5)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="configure\\(\\) got an unexpected keyword argument 'sotre'"):
         configure(sotre=None)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("given", "quoted"),
+    [
+        (
+            "postgresql+psycopg://rg:s3cret@127.0.0.1:55439/replaygate",
+            "postgresql+psycopg://rg:***@127.0.0.1:55439/replaygate",
+        ),
+        ("postgresql://rg@db/replaygate", "postgresql://rg@db/replaygate"),
+    ],
+)
+def test_a_database_store_is_refused_quoting_the_url_with_its_password_masked(
+    given: str, quoted: str
+) -> None:
+    for env, options in (({"REPLAYGATE_STORE": given}, {}), ({}, {"store": given})):
+        with pytest.raises(InstrumentationError, match="replaygate collect") as caught:
+            resolve_settings(env=env, **options)  # type: ignore[arg-type]
+        assert f"store {quoted!r} is not a SQLite file" in str(caught.value)
+        assert "s3cret" not in str(caught.value)

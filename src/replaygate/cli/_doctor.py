@@ -9,6 +9,12 @@ store (absolute path, and whether it opens with how many traces), each exporter 
 start (the store, OTLP, Langfuse: a TCP connection to the collector is tried, 2 s), the canary source the
 routing client reads (``REPLAYGATE_CANARY_SOURCE``, else the store) and the golden-set folder (how many
 scenarios, and whether they load). Nothing is written. Exit 0 when every check passed, 1 when one failed.
+
+A PostgreSQL store (shown without its password) is checked as the commands open it: reachable, with
+replaygate's tables. Agents do not write or read it: they export OTLP to ``replaygate collect`` with
+``REPLAYGATE_STORE=off`` and read the canary state from the page (``REPLAYGATE_CANARY_SOURCE``), which
+the exporter and canary lines say. ``REPLAYGATE_STORE=off`` is no store: spans go to the other exporters
+only, and the canary state is read from ``REPLAYGATE_CANARY_SOURCE`` or not at all (the baseline serves).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from urllib.parse import urlsplit
 
 import click
 from replaygate.instrumentation import (
+    DEFAULT_STORE,
     ReplaygateError,
     RoutingClient,
     TraceStore,
@@ -32,9 +39,12 @@ from replaygate.instrumentation import (
     resolve_settings,
 )
 from replaygate.replay import load_scenarios, scenario_files
+from sqlalchemy.exc import SQLAlchemyError
 
 from replaygate.cli._options import json_option, store_option
 from replaygate.golden import resolve_golden_dir
+from replaygate.store import STORE_SCHEMA_VERSION, TRACE_SCHEMA_VERSION, display_url, open_engine, versions
+from replaygate.store import TraceStore as DatabaseTraceStore
 
 __all__ = ["register"]
 
@@ -64,8 +74,61 @@ def _tcp(url: str, timeout_s: float = 2.0) -> tuple[bool, str]:
         return False, f"cannot connect to {host}:{port} ({exc.strerror or exc})"
 
 
+def _store_setting(value: str | None) -> str:
+    return value or os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
+
+
+def _is_database(raw: str) -> bool:
+    """A database URL other than SQLite (PostgreSQL): the control plane's store, never an agent's."""
+    return "://" in raw and not raw.startswith("sqlite")
+
+
+def _is_off(raw: str) -> bool:
+    """``off`` (or ``none``, ``false``...): no embedded store, as ``configure()`` resolves it."""
+    return not _is_database(raw) and resolve_settings(env={"REPLAYGATE_STORE": raw}).store is None
+
+
+def _database_store(raw: str) -> Check:
+    shown = display_url(raw)
+    try:
+        engine = open_engine(raw)
+        try:
+            with engine.connect() as conn:
+                trace, control = versions(conn)
+        finally:
+            engine.dispose()
+    except ReplaygateError as exc:
+        return Check("store", shown, False, str(exc))
+    except SQLAlchemyError as exc:
+        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+        return Check("store", shown, False, f"cannot connect: {detail}")
+    if trace == control == 0:
+        return Check(
+            "store",
+            shown,
+            False,
+            "reachable, but no replaygate tables there yet (`replaygate collect` creates them at start)",
+        )
+    if trace < TRACE_SCHEMA_VERSION or control < STORE_SCHEMA_VERSION:
+        return Check(
+            "store",
+            shown,
+            True,
+            f"reachable; schema traces={trace}, control={control}: the next command migrates it",
+        )
+    try:
+        with DatabaseTraceStore(raw, create=False) as store:
+            return Check("store", shown, True, f"opens (PostgreSQL); {store.count()} traces")
+    except ReplaygateError as exc:
+        return Check("store", shown, False, str(exc))
+
+
 def _store(value: str | None) -> Check:
-    raw = value or os.environ.get("REPLAYGATE_STORE") or ".replaygate/replaygate.db"
+    raw = _store_setting(value)
+    if _is_database(raw):
+        return _database_store(raw)
+    if _is_off(raw):
+        return Check("store", "off", True, "no embedded store: spans go to the configured exporters only")
     where = absolute_store(raw)
     if not Path(where).exists():
         return Check("store", where, False, "no store there yet (configure() creates it on the first span)")
@@ -80,6 +143,9 @@ def _exporters(store: str | None, store_ok: bool) -> list[Check]:
     env = dict(os.environ)
     if store:
         env["REPLAYGATE_STORE"] = store
+    database = _is_database(_store_setting(store))
+    if database:  # what an agent of this store runs with: no embedded store, OTLP to `replaygate collect`
+        env["REPLAYGATE_STORE"] = "off"
     try:
         settings = resolve_settings(env=env)
     except ReplaygateError as exc:
@@ -87,19 +153,29 @@ def _exporters(store: str | None, store_ok: bool) -> list[Check]:
     names = [n for n, on in (("store", settings.store), ("otlp", settings.otlp_endpoint)) if on]
     if settings.langfuse_enabled:
         names.append("langfuse")
+    out: list[Check] = []
+    if database:
+        out.append(
+            Check(
+                "exporter store",
+                "off",
+                True,
+                "agents do not write PostgreSQL: they export OTLP to `replaygate collect` "
+                "(OTEL_EXPORTER_OTLP_ENDPOINT) with REPLAYGATE_STORE=off, and collect writes this store",
+            )
+        )
     where = describe_destinations(
         names,
         store=settings.store,
         otlp=settings.otlp_endpoint,
         langfuse=settings.langfuse_endpoint if settings.langfuse_enabled else None,
     )
-    if not names:
+    if not names and not database:
         return [
             Check(
                 "exporters", "none", False, "REPLAYGATE_STORE=off and no OTLP or Langfuse: spans go nowhere"
             )
         ]
-    out = []
     for name in names:
         if name == "store":
             detail = "in-process, to the store above" + ("" if store_ok else " (which does not open)")
@@ -111,9 +187,29 @@ def _exporters(store: str | None, store_ok: bool) -> list[Check]:
 
 
 def _canary(store: str | None) -> Check:
-    source = os.environ.get("REPLAYGATE_CANARY_SOURCE") or store or os.environ.get("REPLAYGATE_STORE")
-    source = source or ".replaygate/replaygate.db"
-    shown = source if "://" in source and not source.startswith("sqlite") else absolute_store(source)
+    source = os.environ.get("REPLAYGATE_CANARY_SOURCE")
+    if not source:
+        raw = _store_setting(store)
+        if _is_off(raw):
+            return Check(  # canaries are optional: an agent that uses none is configured right
+                "canary source",
+                "none",
+                True,
+                "no canary source is configured (the store is off): choose_variant serves the baseline; "
+                "for canaries set REPLAYGATE_CANARY_SOURCE to the release page's /api/canary URL",
+            )
+        if _is_database(raw):
+            return Check(
+                "canary source",
+                "none",
+                True,
+                "agents do not read PostgreSQL: set REPLAYGATE_CANARY_SOURCE in each agent to the release "
+                "page's /api/canary URL (the page serves this store's canary state)",
+            )
+        source = raw
+    shown = (
+        display_url(source) if "://" in source and not source.startswith("sqlite") else absolute_store(source)
+    )
     client = RoutingClient(source, timeout_s=2.0)
     state = client.refresh()
     stats = client.stats()

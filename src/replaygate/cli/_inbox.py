@@ -1,11 +1,13 @@
 """``replaygate inbox``: the failure inbox grouped into classes, each with its count, trend and coverage.
 
-``replaygate inbox [--since 1d] [--golden DIR] [--store PATH] [--examples 2] [--json]`` reads the traces of
-the window from the store and prints one row per class: known kinds found by the rule layer first
-(refusal without tools, empty answer, ungrounded claim, missed escalation, ...), then clusters of the
-other failure candidates. ``covered by`` names the scenarios that already cover a class (promoted from one
-of its traces, or tagged ``failure_class``); ``replaygate promote TRACE --class-checks`` drafts a class's
-checks. ``--json`` prints ``{"format_version": 1, "store", "traces", "classes": [CLASS, ...]}`` with
+``replaygate inbox [--since 1d] [--golden DIR] [--store PATH|URL] [--examples 2] [--json]`` reads the
+traces of the window from the store (a SQLite file or a PostgreSQL URL, opened as ``replaygate traces``
+opens it; a URL is shown without its password) and prints one row per class: known kinds found by the
+rule layer first (refusal without tools, empty answer, ungrounded claim, missed escalation, ...), then
+clusters of the other failure candidates. ``covered by`` names the scenarios that already cover a class
+(promoted from one of its traces, or tagged ``failure_class``); ``replaygate promote TRACE
+--class-checks`` drafts a class's checks.
+``--json`` prints ``{"format_version": 1, "store", "traces", "classes": [CLASS, ...]}`` with
 ``CLASS = {key, title, kind, count, trend {earlier, later}, covered_by, pattern, examples, trace_ids}``.
 """
 
@@ -15,14 +17,13 @@ import json
 import sys
 
 import click
-from replaygate.instrumentation import ReplaygateError, TraceStore
 from replaygate.replay import Scenario, ScenarioError, load_scenarios
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from replaygate.cli._options import json_option, store_option
-from replaygate.cli._traces import StoreDataError, parse_since
+from replaygate.cli._traces import open_traces, parse_since, source_label
 from replaygate.inbox import FailureClass, classify_failures
 
 __all__ = ["print_classes", "register"]
@@ -56,12 +57,9 @@ def register(group: click.Group) -> None:
     def inbox(store: str | None, since: str | None, golden: str | None, examples: int, as_json: bool) -> None:
         """The failure inbox grouped into classes (rules for known kinds, clusters for the rest)."""
         since_ns = parse_since(since) if since else None
-        try:
-            with TraceStore(store, create=False) as trace_store:
-                records = trace_store.list_traces(since_ns=since_ns, limit=None)
-                where = str(trace_store.path)
-        except ReplaygateError as exc:
-            raise StoreDataError(str(exc)) from exc
+        with open_traces(store) as trace_store:
+            records = trace_store.list_traces(since_ns=since_ns, limit=None)
+            where = source_label(trace_store)
         classes = classify_failures(records, scenarios=_golden(golden))
         if as_json:
             doc = {

@@ -244,6 +244,16 @@ def _trace_table(records: Sequence[TraceRecord], title: str, width: int) -> Tabl
     return table
 
 
+def _drop_warning(store: TraceStore, dropped: int) -> str:
+    """The drops and what to raise (a PostgreSQL store's agents export through `replaygate collect`)."""
+    collected = store.store.dialect == "postgresql"  # agents cannot write PostgreSQL themselves
+    advice = " or the collector's capacity (`replaygate collect --workers`)" if collected else ""
+    return (
+        f"warning: agents dropped {dropped} spans before they reached this store (export queue full; "
+        f"{len(store.drops().sources)} processes): raise REPLAYGATE_QUEUE_SIZE in the agents{advice}"
+    )
+
+
 def _list(records: Sequence[TraceRecord], store: Any, as_json: bool, what: str) -> None:
     where = source_label(store)
     dropped = store.drops().total if isinstance(store, TraceStore) else 0
@@ -259,14 +269,7 @@ def _list(records: Sequence[TraceRecord], store: Any, as_json: bool, what: str) 
         return
     console = _console()
     if dropped:
-        console.print(
-            Text(
-                f"warning: agents dropped {dropped} spans before they reached this store (export queue full; "
-                f"{len(store.drops().sources)} processes): raise REPLAYGATE_QUEUE_SIZE or export through "
-                "`replaygate collect`",
-                style="yellow",
-            )
-        )
+        console.print(Text(_drop_warning(store, dropped), style="yellow"))
     if not records:
         console.print(Text(f"no {what} in {where}"))
         return

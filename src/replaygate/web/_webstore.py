@@ -5,6 +5,10 @@ is a row (logout revokes it, so a copied cookie stops working), wrong passwords 
 and per client address over a sliding window (the lock-out holds whichever worker answers), a one-time
 password's use and its replacement are rows, and every review, signature, promotion and lock-out is an
 append-only audit row (``web_audit``; SQLite triggers refuse updates and deletes).
+
+The tables sit on a :class:`replaygate.store.Store` like every other part of the store, so they get its
+engine: PostgreSQL connections checked before use (a restarted server costs a reconnect, not a failed
+request) and SQLite write transactions that start with ``BEGIN IMMEDIATE``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from replaygate.instrumentation import StoreError
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -25,19 +30,16 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
-    create_engine,
     delete,
-    event,
     func,
     insert,
     select,
     text,
     update,
 )
-from sqlalchemy.exc import SQLAlchemyError
 
 from replaygate.canary import CanaryError
-from replaygate.gate import resolve_store_url
+from replaygate.store import Store
 
 __all__ = ["WebAuditEntry", "WebStore"]
 
@@ -101,51 +103,43 @@ class WebAuditEntry:
     details: dict[str, Any]
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    try:
-        cursor.execute("PRAGMA busy_timeout = 30000")
-    finally:
-        cursor.close()
-
-
 class WebStore:
     """The page's tables in the store given by a path or URL (the same store as the canary's)."""
 
     def __init__(self, store: str | None = None, *, clock: Any = time.time_ns) -> None:
-        self.url = resolve_store_url(store)
         self.clock = clock
-        kwargs: dict[str, Any] = {}
-        if self.url.startswith("sqlite"):
-            kwargs["connect_args"] = {"timeout": 30}
         try:
-            self.engine: Engine = create_engine(self.url, **kwargs)
-            if self.url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            _metadata.create_all(self.engine)
-            if self.engine.dialect.name == "sqlite":
-                with self.engine.begin() as conn:
+            self.store = Store(store)
+        except StoreError as exc:
+            raise CanaryError(f"cannot open the release page's tables: {exc}") from None
+        self.url = self.store.url
+        self.engine: Engine = self.store.engine
+        try:
+            with self.store.write() as conn:
+                _metadata.create_all(conn)
+                if self.store.dialect == "sqlite":
                     for ddl in _APPEND_ONLY:
                         conn.execute(text(ddl))
-        except SQLAlchemyError as exc:
-            raise CanaryError(f"cannot open the release page's tables in {self.url}: {exc}") from None
+        except StoreError as exc:
+            self.store.close()
+            raise CanaryError(f"cannot open the release page's tables: {exc}") from None
 
     def close(self) -> None:
         """Release the connection pool."""
-        self.engine.dispose()
+        self.store.close()
 
     # sessions ----------------------------------------------------------------------------------------
 
     def new_session(self, user: str) -> str:
         """Start a server-side session for ``user``; return its id (kept in the signed cookie)."""
         sid = secrets.token_urlsafe(32)
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(insert(web_sessions).values(sid=sid, user=user, created_ns=self.clock()))
         return sid
 
     def session_user(self, sid: str, max_age_s: float) -> str | None:
         """The user of a live session (None when unknown, revoked or older than ``max_age_s``)."""
-        with self.engine.connect() as conn:
+        with self.store.read() as conn:
             row = conn.execute(select(web_sessions).where(web_sessions.c.sid == sid)).first()
         if row is None or row.revoked_ns is not None:
             return None
@@ -155,7 +149,7 @@ class WebStore:
 
     def revoke_session(self, sid: str) -> None:
         """End a session for good: its cookie is refused from now on, whoever holds a copy."""
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(
                 update(web_sessions)
                 .where(web_sessions.c.sid == sid, web_sessions.c.revoked_ns.is_(None))
@@ -164,7 +158,7 @@ class WebStore:
 
     def revoke_user_sessions(self, user: str) -> None:
         """End every session of one user (after a password change)."""
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(
                 update(web_sessions)
                 .where(web_sessions.c.user == user, web_sessions.c.revoked_ns.is_(None))
@@ -176,7 +170,7 @@ class WebStore:
     def failures(self, kind: str, key: str, window_s: float) -> int:
         """Wrong passwords for this user or client address within the window."""
         since = self.clock() - int(window_s * 1e9)
-        with self.engine.connect() as conn:
+        with self.store.read() as conn:
             return int(
                 conn.execute(
                     select(func.count())
@@ -193,7 +187,7 @@ class WebStore:
         """Record one wrong password; return the user's and the address's counts within the window."""
         now = self.clock()
         old = now - int(window_s * 1e9)
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(delete(web_login_failures).where(web_login_failures.c.at_ns < old))
             conn.execute(
                 insert(web_login_failures),
@@ -203,7 +197,7 @@ class WebStore:
 
     def clear_failures(self, user: str) -> None:
         """Forget a user's wrong passwords (after a successful login)."""
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(
                 delete(web_login_failures).where(
                     and_(web_login_failures.c.kind == "user", web_login_failures.c.key == user)
@@ -214,14 +208,14 @@ class WebStore:
 
     def password_row(self, user: str, issued_hash: str) -> Any:
         """The password row of a one-time user for the hash the users file issues (None: fresh)."""
-        with self.engine.connect() as conn:
+        with self.store.read() as conn:
             row = conn.execute(select(web_passwords).where(web_passwords.c.user == user)).first()
         return row if row is not None and row.issued_hash == issued_hash else None
 
     def use_one_time(self, user: str, issued_hash: str) -> bool:
         """Mark the one-time password used; False when it was used already (another login won)."""
         now = self.clock()
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             row = conn.execute(select(web_passwords).where(web_passwords.c.user == user)).first()
             if row is not None and row.issued_hash == issued_hash:
                 return False
@@ -232,7 +226,7 @@ class WebStore:
 
     def set_password(self, user: str, issued_hash: str, password_hash: str) -> None:
         """Store the password a one-time user chose (it replaces the issued one)."""
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(
                 update(web_passwords)
                 .where(web_passwords.c.user == user, web_passwords.c.issued_hash == issued_hash)
@@ -252,7 +246,7 @@ class WebStore:
         details: dict[str, Any] | None = None,
     ) -> None:
         """Append one audit row."""
-        with self.engine.begin() as conn:
+        with self.store.write() as conn:
             conn.execute(
                 insert(web_audit).values(
                     at_ns=self.clock(),
@@ -270,7 +264,7 @@ class WebStore:
         query = select(web_audit).order_by(web_audit.c.at_ns.desc(), web_audit.c.id.desc()).limit(limit)
         if subject is not None:
             query = query.where(web_audit.c.subject.startswith(subject, autoescape=True))
-        with self.engine.connect() as conn:
+        with self.store.read() as conn:
             rows = conn.execute(query).all()
         return [
             WebAuditEntry(

@@ -30,7 +30,8 @@ Environment variables:
 
 - ``REPLAYGATE_CANARY_SOURCE``: the store path (or ``sqlite:///path``) or the page's URL
   (``http://host:8080/api/canary``); default: the store (``REPLAYGATE_STORE`` or
-  ``.replaygate/replaygate.db``).
+  ``.replaygate/replaygate.db``). With ``REPLAYGATE_STORE=off`` there is no store to read: without this
+  variable the baseline serves every request (one warning says so).
 - ``REPLAYGATE_CANARY_REFRESH_S``: the refresh interval in seconds (default 5).
 - ``REPLAYGATE_CANARY_TOKEN``: the page's read token (``REPLAYGATE_READ_TOKEN`` on the page), sent as a
   bearer token; without it the page serves no routing salt and the client serves the baseline.
@@ -54,6 +55,8 @@ from typing import Any, Literal
 from opentelemetry import trace
 from replaygate.instrumentation import semconv as sc
 from replaygate.instrumentation._agent import annotate_agent
+from replaygate.instrumentation._masked_url import masked_url
+from replaygate.instrumentation._settings import store_is_off
 from replaygate.instrumentation._store_db import DEFAULT_STORE, resolve_store_path
 
 __all__ = [
@@ -74,6 +77,10 @@ _log = logging.getLogger("replaygate.routing")
 BUCKETS = 10_000
 DEFAULT_REFRESH_S = 5.0
 _SERVING_STATUSES = ("canary", "promoted")
+_NO_SOURCE = (
+    "no canary source is configured (REPLAYGATE_STORE is off, so there is no store to read): serving the "
+    "baseline; set REPLAYGATE_CANARY_SOURCE to the release page's /api/canary URL (or a store file)"
+)
 
 VariantName = Literal["baseline", "candidate"]
 
@@ -164,12 +171,13 @@ class RoutingClient:
     refresh intervals), then the baseline until a read succeeds. With ``background`` (the default),
     :meth:`state` and :meth:`choose` never block: the first read starts at construction and later ones
     when the state is stale, each in a background thread; with ``background=False`` a stale state is read
-    in the caller's thread.
+    in the caller's thread. A ``source`` of None (no canary source: the store is off) reads nothing and
+    serves the baseline, with one warning.
     """
 
     def __init__(
         self,
-        source: str | os.PathLike[str],
+        source: str | os.PathLike[str] | None,
         *,
         refresh_s: float = DEFAULT_REFRESH_S,
         timeout_s: float = 2.0,
@@ -178,7 +186,7 @@ class RoutingClient:
         token: str | None = None,
         max_stale_s: float | None = None,
     ) -> None:
-        self.source = os.fspath(source)
+        self.source = os.fspath(source) if source is not None else None
         self.background = background
         self._refreshing = False
         self.token = token if token is not None else os.environ.get("REPLAYGATE_CANARY_TOKEN") or None
@@ -194,7 +202,12 @@ class RoutingClient:
         self._failures = 0
         self._refreshes = 0
         self._last_error: str | None = None
-        if background:
+        if self.source is None:  # nothing to read, ever
+            self._refreshes = 1
+            self._last_error = _NO_SOURCE
+            self._next_refresh = float("inf")
+            _log.warning("replaygate routing: %s", _NO_SOURCE)
+        elif background:
             self._next_refresh = self._clock() + self.refresh_s
             self._start_background()
 
@@ -260,16 +273,20 @@ class RoutingClient:
             }
 
     def _refresh_locked(self) -> None:
+        if self.source is None:
+            return
         self._next_refresh = self._clock() + self.refresh_s
         self._apply(*self._read())
 
     def _read(self) -> tuple[RoutingState, str | None, Exception | None]:
         """Read the state without holding the lock: (state, etag, None) or (baseline, None, error)."""
         try:
+            if self.source is None:
+                raise LookupError(_NO_SOURCE)
             if _is_url(self.source):
-                state, etag = self._read_url(self._etag, self._state)
+                state, etag = self._read_url(self.source, self._etag, self._state)
                 return state, etag, None
-            return self._read_store(), None, None
+            return self._read_store(self.source), None, None
         except Exception as exc:  # any failure serves the baseline
             return BASELINE_ONLY, None, exc
 
@@ -284,18 +301,19 @@ class RoutingClient:
             return
         self._failures += 1
         if self._last_error is None:
-            _log.warning("replaygate routing: cannot read canary state from %s: %s", self.source, error)
+            where = masked_url(self.source or "")
+            _log.warning("replaygate routing: cannot read canary state from %s: %s", where, error)
         self._last_error = f"{type(error).__name__}: {error}"
         self._next_refresh = min(self._next_refresh, now + min(self.refresh_s, 1.0))  # retry soon
         if now - self._good_at >= self.max_stale_s:  # too old to trust: serve the baseline
             self._state = BASELINE_ONLY
             self._etag = None
 
-    def _read_url(self, etag: str | None, known: RoutingState) -> tuple[RoutingState, str | None]:
+    def _read_url(self, url: str, etag: str | None, known: RoutingState) -> tuple[RoutingState, str | None]:
         import urllib.error  # noqa: PLC0415 - lazy: only a routing client reading a URL loads http/ssl/email
         import urllib.request  # noqa: PLC0415
 
-        request = urllib.request.Request(self.source, headers={"Accept": "application/json"})
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
         if etag is not None:
             request.add_header("If-None-Match", etag)
         if self.token:
@@ -313,8 +331,8 @@ class RoutingClient:
             raise ValueError("the canary endpoint did not return a JSON object")
         return RoutingState.from_mapping(data), new_etag
 
-    def _read_store(self) -> RoutingState:
-        path = resolve_store_path(self.source)
+    def _read_store(self, source: str) -> RoutingState:
+        path = resolve_store_path(source)
         if not path.is_file():
             raise FileNotFoundError(f"no replaygate store at {path}")
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=self.timeout_s)
@@ -334,6 +352,17 @@ class RoutingClient:
         return BASELINE_ONLY if row is None else RoutingState.from_mapping(dict(row))
 
 
+def _default_source(env: Mapping[str, str]) -> str | None:
+    """``REPLAYGATE_CANARY_SOURCE``, else the store (``REPLAYGATE_STORE`` or the default file); None: off."""
+    canary = env.get("REPLAYGATE_CANARY_SOURCE")
+    if canary:
+        return canary
+    store = env.get("REPLAYGATE_STORE")
+    if not store:
+        return DEFAULT_STORE
+    return None if store_is_off(store) else store
+
+
 _client_lock = threading.Lock()
 _client: RoutingClient | None = None
 
@@ -348,21 +377,22 @@ def configure_routing(
 
     Args:
         source: the store path (or ``sqlite:///`` URL) or the page's ``/api/canary`` URL; None reads
-            ``REPLAYGATE_CANARY_SOURCE``, then ``REPLAYGATE_STORE``, then ``.replaygate/replaygate.db``.
+            ``REPLAYGATE_CANARY_SOURCE``, then ``REPLAYGATE_STORE``, then ``.replaygate/replaygate.db``
+            (no source at all when ``REPLAYGATE_STORE`` is off: the baseline serves).
         refresh_s: seconds between state reads; None reads ``REPLAYGATE_CANARY_REFRESH_S`` (default 5).
         timeout_s: timeout of one read.
     """
     global _client
-    if source is None:
-        source = (
-            os.environ.get("REPLAYGATE_CANARY_SOURCE") or os.environ.get("REPLAYGATE_STORE") or DEFAULT_STORE
-        )
     if refresh_s is None:
         try:
             refresh_s = float(os.environ.get("REPLAYGATE_CANARY_REFRESH_S", DEFAULT_REFRESH_S))
         except ValueError:
             refresh_s = DEFAULT_REFRESH_S
-    client = RoutingClient(source, refresh_s=refresh_s, timeout_s=timeout_s)
+    client = RoutingClient(
+        source if source is not None else _default_source(os.environ),
+        refresh_s=refresh_s,
+        timeout_s=timeout_s,
+    )
     with _client_lock:
         _client = client
     return client

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import unquote
 
 from replaygate.instrumentation._errors import InstrumentationError
+from replaygate.instrumentation._masked_url import masked_url
 from replaygate.instrumentation._store_db import DEFAULT_STORE
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "check_option_names",
     "parse_headers",
     "resolve_settings",
+    "store_is_off",
 ]
 
 LANGFUSE_DEFAULT_HOST = "https://cloud.langfuse.com"
@@ -165,11 +167,16 @@ def _redact_patterns(explicit: Sequence[str], env: Mapping[str, str]) -> tuple[s
     return tuple(patterns)
 
 
+def store_is_off(value: str) -> bool:
+    """Whether a ``REPLAYGATE_STORE`` value turns the embedded store off (``off``, ``none``, ``false``...)."""
+    return value.strip().lower() in _OFF
+
+
 def _embedded(store: str | None) -> str | None:
     """The embedded store is a SQLite file: any other database URL is refused with what to do instead."""
     if store is not None and "://" in store and not store.startswith("sqlite"):
         raise InstrumentationError(
-            f"store {store.split('@')[-1]!r} is not a SQLite file: an agent writes the embedded SQLite store "
+            f"store {masked_url(store)!r} is not a SQLite file: an agent writes the embedded SQLite store "
             "only. For a shared (PostgreSQL) store, export OTLP to `replaygate collect` "
             "(OTEL_EXPORTER_OTLP_ENDPOINT) and set REPLAYGATE_STORE=off (or store=None) in the agent"
         )
@@ -181,7 +188,7 @@ def _store(explicit: Any, env: Mapping[str, str]) -> str | None:
         raw = env.get("REPLAYGATE_STORE")
         if raw is None:
             return DEFAULT_STORE
-        return None if raw.strip().lower() in _OFF else _embedded(raw.strip())
+        return None if store_is_off(raw) else _embedded(raw.strip())
     if explicit is None or explicit is False:
         return None
     if explicit is True:

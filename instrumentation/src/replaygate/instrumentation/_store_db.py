@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from replaygate.instrumentation._errors import StoreError
+from replaygate.instrumentation._masked_url import masked_url
 from replaygate.instrumentation._store_rows import record_from_row, record_to_row, refresh_all_traces
 
 __all__ = [
@@ -124,8 +125,8 @@ def resolve_store_path(url_or_path: str | os.PathLike[str] | None) -> Path:
         scheme, _, rest = raw.partition("://")
         if not scheme.startswith("sqlite"):
             raise StoreError(
-                f"trace store URL {raw!r} is not SQLite: the embedded trace store needs a file path or a "
-                "sqlite:///path URL (set REPLAYGATE_STORE or --store accordingly)"
+                f"trace store URL {masked_url(raw)!r} is not SQLite: the embedded trace store needs a file "
+                "path or a sqlite:///path URL (set REPLAYGATE_STORE or --store accordingly)"
             )
         path = rest.removeprefix("/").split("?", 1)[0]
         if not path or path == ":memory:":
