@@ -217,3 +217,34 @@ def test_a_finished_run_leaves_no_cycle_holding_its_attempts(tmp_path: Path, kin
     # the runner's loop, its threads' state and the attempts are freed when the run is done, not by
     # the cycle collector some time later
     assert not kinds & {"_Loop", "ThreadedCalls", "Attempt", "AttemptRunner"}, kinds
+
+
+def test_calls_racing_their_deadline_are_each_recorded_once_either_way(tmp_path: Path) -> None:
+    # The threads take no lock between calls: a call returning just as the watchdog gives it up is one
+    # attempt, a pass or a timeout, never both and never lost; and a call past its deadline is an error.
+    def target(turns: list[str], context: dict[str, Any]) -> str:
+        if context.get("slow"):
+            time.sleep(0.3)  # past the deadline
+        elif context.get("edge"):
+            time.sleep(0.2)  # about at it
+        return "good"
+
+    scenarios = (
+        [scenario(f"fast{i:02d}", repeats=20) for i in range(20)]
+        + [scenario(f"edge{i}", repeats=4, context={"edge": True}) for i in range(8)]
+        + [scenario(f"slow{i}", repeats=2, context={"slow": True}) for i in range(4)]
+    )
+    run = run_suite(
+        scenarios, target, {}, out_path=tmp_path / "run.json", concurrency=16, timeout_s=0.2, **KW
+    )
+    keys = [(a.scenario_id, a.index) for a in run.attempts]
+    assert len(keys) == len(set(keys)) == 20 * 20 + 8 * 4 + 4 * 2
+    by_status = {s: [a for a in run.attempts if a.status == s] for s in ("pass", "fail", "error")}
+    assert not by_status["fail"]
+    assert all(a.status == "pass" for a in run.attempts if a.scenario_id.startswith("fast"))
+    slow = [a for a in run.attempts if a.scenario_id.startswith("slow")]
+    assert slow and all(a.status == "error" and a.error == "timed out after 0.2s" for a in slow)
+    assert run.summary.attempts == len(keys)
+    edge = [a for a in run.attempts if a.scenario_id.startswith("edge")]
+    assert all(a.status == "pass" or a.error == "timed out after 0.2s" for a in edge)
+    assert not journal_path(tmp_path / "run.json").exists()  # finished: the run file holds everything

@@ -12,6 +12,13 @@ records, scoring, the journal) happens on the event loop, which collects the fin
 millisecond: a thread never wakes the loop itself (a wake-up writes to a socket, and giving up the GIL for
 that write could cost the thread its turn for several milliseconds).
 
+No lock is taken between two calls: the steps a thread takes there (pop its flight, append its result,
+take the next pair, register the new flight) are each one operation on a dict, a list or a deque, atomic
+under the GIL. Threads that took a shared lock there queued behind a thread the GIL had switched away
+from while it held the lock, each queueing a context switch (half the switches of a run of a fast target
+were threads waiting for that lock). Whether a call's result counts is decided by who pops its flight
+first: the thread (it returned) or the watchdog (it timed out), each pop atomic.
+
 Timeouts: a watchdog on the loop wakes at the earliest deadline of the calls under way. A call still
 running at its deadline becomes an ``error`` attempt ("timed out after Xs") at once, and a new thread takes
 its slot; the stuck thread is a daemon, drops its result when the call returns, and ends. A call that
@@ -69,9 +76,9 @@ class ThreadedCalls:
         self.todo = todo
         self.concurrency = max(1, concurrency)
         self.on_called = on_called
-        self._lock = threading.Lock()
-        self._ready: list[Returned] = []  # finished calls not yet collected by the loop
-        self._flights: dict[Flight, None] = {}  # calls under way, oldest (earliest deadline) first
+        self._lock = threading.Lock()  # the thread count, and a future registered against a timeout
+        self._ready: deque[Returned] = deque()  # finished calls not yet collected by the loop
+        self._flights: dict[Flight, None] = {}  # calls under way (about in start order)
         self._live = 0  # threads whose results still count
         self._stopping = False
         self._pool = DaemonThreadPool(self.concurrency)
@@ -134,28 +141,36 @@ class ThreadedCalls:
 
     def _serve(self) -> bool:
         """Take and call attempts until none is left; False when this thread's slot was given away."""
-        todo, attempts, lock, ready, base = self.todo, self.attempts, self._lock, self._ready, self._base
+        todo, attempts, flights, ready, base = (
+            self.todo,
+            self.attempts,
+            self._flights,
+            self._ready,
+            self._base,
+        )
         returned: Returned | None = None
-        while True:
-            with lock:
-                if returned is not None:
-                    if self._flights.pop(returned[0], False) is False:
-                        return False  # timed out: the watchdog reported it and gave this slot to a new thread
-                    if not self._stopping:  # once stopped, nobody collects it
-                        ready.append(returned)
-                    returned = None
-                if self._stopping or not todo:
-                    return True
+        while True:  # each step one atomic operation (see the module docstring): no lock
+            if returned is not None:
+                if flights.pop(returned[0], False) is False:
+                    return False  # timed out: the watchdog reported it and gave this slot to a new thread
+                if not self._stopping:  # once stopped, nobody collects it
+                    ready.append(returned)
+                returned = None
+            if self._stopping:
+                return True
+            try:
                 scenario, index = todo.popleft()
-                flight = attempts.begin(scenario, index)
-                self._flights[flight] = None
+            except IndexError:
+                return True
+            flight = attempts.begin(scenario, index)
+            flights[flight] = None
             returned = base.copy().run(attempts.call_blocking, flight, functools.partial(self._call, flight))
 
     def _call(
         self, flight: Flight, turns: Any, context: Any, config: Any, *, session_id: str
     ) -> TargetOutput:
         def track(future: concurrent.futures.Future[Any]) -> None:
-            with self._lock:
+            with self._lock:  # the watchdog gives flights up under this lock: this one is still ours, or not
                 if flight in self._flights:
                     flight.pending.append(future)
                     return
@@ -166,12 +181,11 @@ class ThreadedCalls:
     def _collect(self) -> None:
         """Hand the finished calls to ``on_called``; end :meth:`run` when every thread is done."""
         with self._lock:
-            ready = self._ready[:]
-            self._ready.clear()  # in place: the threads hold this list
-            finished = self._live == 0
-        called = self.attempts.called
-        for flight, output, error, latency_s in ready:
-            self.on_called(called(flight, output, error, latency_s))
+            finished = self._live == 0  # read first: a thread appends its last result before it ends
+        ready, called, on_called = self._ready, self.attempts.called, self.on_called
+        while ready:  # the only consumer: popleft is atomic beside the threads' appends
+            flight, output, error, latency_s = ready.popleft()
+            on_called(called(flight, output, error, latency_s))
         if finished and self._done is not None and not self._done.done():
             self._done.set_result(None)
 
@@ -193,15 +207,17 @@ class ThreadedCalls:
         try:
             expired: list[Flight] = []
             with self._lock:
-                for flight in self._flights:
+                # Every flight is looked at (they are registered about, not exactly, in start order); a
+                # snapshot, as the threads add and remove flights meanwhile. A flight is expired only if
+                # this pop takes it: its thread, returning now, may have popped it first.
+                for flight in list(self._flights):
                     if flight.t0 + timeout > now:
-                        break
-                    expired.append(flight)
-                for flight in expired:
-                    del self._flights[flight]
+                        if oldest is None or flight.t0 < oldest.t0:
+                            oldest = flight
+                    elif self._flights.pop(flight, False) is not False:
+                        expired.append(flight)
                 replace = min(len(expired), len(self.todo)) if not self._stopping else 0
                 self._live -= len(expired) - replace
-                oldest = next(iter(self._flights), None)
             for flight in expired:
                 _cancel(flight)
                 self.on_called(self.attempts.expire(flight))
