@@ -322,7 +322,9 @@ def serve_hint(demo: Demo) -> None:
     demo.console.print(f"Reports: {demo.results['report']}/report.html  (and report.md, junit.xml)")
     demo.console.print(f"Audit log: replaygate canary audit --store {store}")
     if not getattr(demo, "serve", False):
-        demo.console.print("Run `make demo DEMO_ARGS=--serve` to open the release page afterwards.")
+        demo.console.print(
+            "Run `make demo DEMO_ARGS=--serve` to run the demo again and keep the release page open."
+        )
         return
     password = secrets.token_urlsafe(9)
     from werkzeug.security import generate_password_hash

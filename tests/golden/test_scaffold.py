@@ -55,6 +55,21 @@ def test_new_scaffold_lints_names_every_field_and_never_overwrites(
     assert not (golden / "other-001.yaml").exists()
 
 
+def test_a_new_scaffold_in_a_locked_set_says_to_lock_it_and_lints_once_locked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = tmp_path / "golden"
+    run(capsys, "scenarios", "new", "first-001", "--golden", str(golden), "--owner", "bob")
+    assert run(capsys, "scenarios", "lock", "--golden", str(golden))[0] == 0  # the set has a lock now
+    code, out, _ = run(capsys, "scenarios", "new", "second-001", "--golden", str(golden), "--owner", "bob")
+    assert code == 0 and "`replaygate scenarios lock --golden" in out
+    code, out, _ = run(capsys, "scenarios", "lint", "--golden", str(golden))
+    assert code == 1 and "second-001 is not in golden.lock" in out
+    assert run(capsys, "scenarios", "lock", "--golden", str(golden))[0] == 0
+    code, out, _ = run(capsys, "scenarios", "lint", "--golden", str(golden))
+    assert code == 0 and "0 error(s)" in out, out
+
+
 def test_schema_command_prints_the_schema_and_it_accepts_a_scaffold(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -78,7 +78,10 @@ def test_demo_traffic_classes_match_the_planted_failure_kinds(
 
 
 def test_inbox_cli_json_and_coverage(
-    demo_traffic: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_traffic: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db, _ = demo_traffic
     main(["inbox", "--store", str(db), "--json"])
@@ -94,6 +97,12 @@ def test_inbox_cli_json_and_coverage(
     path = json.loads(capsys.readouterr().out.splitlines()[0])["path"]
     assert [p for p in lint(GoldenSet(golden)) if p.severity == "error"] == []
     main(["inbox", "--store", str(db), "--golden", str(golden), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    refusal = next(c for c in doc["classes"] if c["key"] == "refusal_without_tools")
+    assert refusal["covered_by"] == [load_scenario(path).id]
+    # without --golden: the golden set of $REPLAYGATE_GOLDEN (else golden/), as the other commands read it
+    monkeypatch.setenv("REPLAYGATE_GOLDEN", str(golden))
+    main(["inbox", "--store", str(db), "--json"])
     doc = json.loads(capsys.readouterr().out)
     refusal = next(c for c in doc["classes"] if c["key"] == "refusal_without_tools")
     assert refusal["covered_by"] == [load_scenario(path).id]

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from replaygate.cli._options import json_option, store_option
 from replaygate.cli._traces import open_traces, parse_since, source_label
+from replaygate.golden import resolve_golden_dir
 from replaygate.inbox import FailureClass, classify_failures
 
 __all__ = ["print_classes", "register"]
@@ -35,10 +36,12 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _golden(path: str | None) -> list[Scenario]:
-    if path is None:
-        return []
+    """The golden set ``--golden`` names, else ``$REPLAYGATE_GOLDEN`` or ``golden/`` when that exists."""
+    directory = resolve_golden_dir(path)
+    if path is None and not directory.is_dir():
+        return []  # no golden set here: nothing covers a class yet
     try:
-        return list(load_scenarios(path))
+        return list(load_scenarios(directory))
     except ScenarioError as exc:
         raise click.ClickException(f"cannot read the golden set to check coverage: {exc}") from None
 
@@ -51,7 +54,11 @@ def register(group: click.Group) -> None:
     @click.option(
         "--since", metavar="WHEN", default=None, help="Only traces since 30m, 2h, 1d or an ISO time."
     )
-    @click.option("--golden", default=None, help="Golden set, to say which classes a scenario covers.")
+    @click.option(
+        "--golden",
+        default=None,
+        help="Golden set, to say which classes a scenario covers (default: $REPLAYGATE_GOLDEN or golden/).",
+    )
     @click.option("--examples", type=click.IntRange(0, 3), default=1, show_default=True)
     @json_option
     def inbox(store: str | None, since: str | None, golden: str | None, examples: int, as_json: bool) -> None:

@@ -74,7 +74,7 @@ def json_option(fn: F) -> F:
         "--json",
         "as_json",
         is_flag=True,
-        help="Print JSON for scripts instead of text (README: JSON output).",
+        help='Print JSON for scripts instead of text (README: "... and JSON for scripts").',
     )(fn)
 
 

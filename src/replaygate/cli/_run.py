@@ -228,7 +228,9 @@ def _default_out() -> Path:
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Run file to write.")
 @click.option("--resume", is_flag=True, help="Continue the run journaled beside --out.")
 @click.option("--force", is_flag=True, help="Replace an existing --out run file and journal (kept as *.bak).")
-@click.option("--quiet", is_flag=True, help="No progress bar or lines; print only the summary line.")
+@click.option(
+    "--quiet", is_flag=True, help="No progress bar or lines; print only the summary and the errored attempts."
+)
 @click.option(
     "--progress",
     "progress_kind",

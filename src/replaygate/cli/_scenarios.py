@@ -130,9 +130,10 @@ def new_cmd(
         return
     gs = GoldenSet(golden)
     path = create_scenario_file(gs, scenario_id, text)
-    click.echo(
-        f"created {path}: edit its turns and checks, then `replaygate scenarios lint --golden {gs.path}`"
-    )
+    then = f"`replaygate scenarios lint --golden {gs.path}`"
+    if gs.lock_path.exists():  # a locked set lists the draft as not accepted until it is locked
+        then += f", and `replaygate scenarios lock --golden {gs.path}` to accept it"
+    click.echo(f"created {path}: edit its turns and checks, then {then}")
 
 
 @scenarios_group.command("lock")

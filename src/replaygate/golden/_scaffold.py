@@ -42,7 +42,7 @@ turns:                           # the user's real messages, replayed in one ses
 # followups: {{max_turns: 3, goal: What the user wants}}   # simulated follow-up turns (README)
 # context: {{user_id: u-17}}       # passed to the target with the turns
 # allow_empty: false             # true: an empty answer is not an error
-checks:                          # deterministic checks, run before any judge (README: "Checks")
+checks:                          # deterministic, run before any judge (README: the check types)
   - max_chars: 1200              # shorthand for {{type: max_chars, limit: 1200}}
   # - forbidden_output_regex: "(?i)refund (is|has been) issued"
   # - output_regex: "ORD-\\\\d+"
