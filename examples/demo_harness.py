@@ -70,6 +70,10 @@ def failure_classes(demo: Demo) -> None:
         records = store.list_traces(since_ns=demo.started_ns, limit=None)
     classes = classify_failures(records)
     replaygate(demo, "inbox", "--since", _since_iso(demo), "--store", str(demo.store))
+    demo.console.print(
+        "Not stage 2's count of candidates: the inbox's rules read every trace, so a refusal or an "
+        "ungrounded claim that nobody flagged is counted too."
+    )
     by_key = {c.key: c for c in classes}
     planted = demo.results.get("traffic", {})
     compare = Table(title="Planted failure kinds and the classes the inbox found")
