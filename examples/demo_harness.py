@@ -3,7 +3,7 @@
 - **Failure classes**: the production traffic's failures grouped into classes (rules for the known kinds,
   clusters for the rest), side by side with what the traffic planted; one member of a class is promoted
   with its class's checks (``replaygate promote ID --class-checks``), the set is linted, and the checks
-  are shown to fail on the failing trace's answer and to pass on a good answer to the same question.
+  are shown to fail on the failing trace's answer and to pass on a good answer to a similar question.
 - **Follow-ups**: one scenario replayed as it is (one turn: it passes) and with simulated follow-up turns
   (the scripted simulator, offline): the agent forgets the order id it was given in turn one.
 - **Reading queue**: the candidate run's sample for people, a person labels it, and the judge's
@@ -109,7 +109,7 @@ def _promote_member(demo: Demo, chosen: FailureClass, records: list[TraceRecord]
         shutil.rmtree(golden)
     golden.mkdir(parents=True)
     demo.console.print(
-        f"Promote the newest {chosen.key} member that has a good answer to the same question to compare:"
+        f"Promote the newest {chosen.key} member that has a good answer to a similar question to compare:"
     )
     scenario_id = f"{chosen.key.replace('_', '-')}-{failing.summary.trace_id[:8]}"
     replaygate(
