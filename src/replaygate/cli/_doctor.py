@@ -207,9 +207,8 @@ def _canary(store: str | None) -> Check:
                 "page's /api/canary URL (the page serves this store's canary state)",
             )
         source = raw
-    shown = (
-        display_url(source) if "://" in source and not source.startswith("sqlite") else absolute_store(source)
-    )
+    is_file = "://" not in source or source.startswith("sqlite")  # else a page URL or a database URL
+    shown = absolute_store(source) if is_file else display_url(source)
     client = RoutingClient(source, timeout_s=2.0)
     state = client.refresh()
     stats = client.stats()

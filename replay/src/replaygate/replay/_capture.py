@@ -84,7 +84,7 @@ class AttemptSpan(NonRecordingSpan):
     span), so an agent that annotates the current span outside its own spans is still recorded.
     """
 
-    def __init__(self, attributes: Mapping[str, Any]) -> None:  # noqa: D107 - see the class
+    def __init__(self, attributes: Mapping[str, Any]) -> None:
         trace_id, span_id = _new_id(128), _new_id(64)
         # The span context is made when something asks for it (a child span starting): most attempts of
         # a plain target never do. (NonRecordingSpan.__init__ only stores it.)
