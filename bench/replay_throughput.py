@@ -25,6 +25,9 @@ how long a thread whose call returned may wait for the GIL while another thread 
 it, so comparing 0.005 with 0.0005 on a quiet machine shows how much of the gap to the ideal is that
 hand-over (with 50 calls returning together, each may wait for the event loop's scoring).
 
+Every round also runs the floor (below) of both kinds, so the summary shows each variant against the
+floor of the same rounds too: what this machine allows at the time, against what replaygate adds.
+
 ``--floor`` runs the same attempts with nothing of replaygate: worker coroutines (an async target) or
 self-serving daemon threads polled every millisecond (a sync target, as the runner does) calling the target
 and a trivial check, results as tuples. Its wall against the ideal and its CPU per attempt are the floor
@@ -229,18 +232,27 @@ def _floor_sync(todo: collections.deque[tuple[str, list[str], int]], concurrency
     return results
 
 
+_FLOORS = {"sync": _floor_sync, "async": _floor_async}
+
+
+def floor_once(kind: str, n: int, k: int, concurrency: int) -> tuple[float, float]:
+    """One floor run (``kind`` "sync" or "async") of ``n`` x ``k`` attempts: its wall and CPU seconds."""
+    todo = collections.deque((f"s{i}", [f"question {i}"], j) for i in range(n) for j in range(k))
+    t0, c0 = time.perf_counter(), time.process_time()
+    results = _FLOORS[kind](todo, concurrency)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert len(results) == n * k and all(ok for _, _, ok in results)
+    return wall, cpu
+
+
 def floor(n: int, k: int, concurrency: int, rounds: int) -> int:
     """The floor (see the module docstring): wall against the ideal and CPU per attempt."""
     attempts = n * k
     ideal = math.ceil(attempts / concurrency) * _sleep_s[0]
     print(f"floor: {n} x {k} attempts, target sleeps {_sleep_s[0] * 1000:g} ms, concurrency {concurrency}")
     for rnd in range(rounds):
-        for name, fn in (("sync", _floor_sync), ("async", _floor_async)):
-            todo = collections.deque((f"s{i}", [f"question {i}"], j) for i in range(n) for j in range(k))
-            t0, c0 = time.perf_counter(), time.process_time()
-            results = fn(todo, concurrency)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            assert len(results) == attempts and all(ok for _, _, ok in results)
+        for name in _FLOORS:
+            wall, cpu = floor_once(name, n, k, concurrency)
             ratio = f" = {wall / ideal:.2f}x ideal {ideal:.3f}s" if ideal else ""
             print(
                 f"round {rnd + 1} floor {name:5s} wall {wall:.3f}s{ratio}  CPU {cpu / attempts * 1e6:.1f} "
@@ -315,8 +327,13 @@ def main() -> int:
         ("async target, no artifacts", async_target, False),
     ]
     ratios: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    floors: dict[str, list[float]] = {kind: [] for kind in _FLOORS}
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):  # interleaved rounds: the first one also pays warm-up
+            for kind in _FLOORS:  # the floor in the same rounds: what this machine allows now
+                wall = floor_once(kind, args.scenarios, args.k, args.concurrency)[0]
+                floors[kind].append(wall / ideal)
+                print(f"round {rnd + 1} floor {kind:22s} wall {wall:.3f}s  ratio {wall / ideal:.2f}x")
             for name, target, artifacts in variants:
                 out = Path(tmp) / f"{rnd}-{sum(map(len, ratios.values()))}-{artifacts}.json"
                 in_flight.peak = 0
@@ -342,11 +359,16 @@ def main() -> int:
                     f"ideal; peak in flight {in_flight.peak}/{args.concurrency})"
                 )
     print(f"machine load (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for kind, values in floors.items():
+        best = min(values)
+        print(f"floor {kind:22s} median {statistics.median(values):.2f}x, best {best:.2f}x (no replaygate)")
     for name, values in ratios.items():
         median = statistics.median(values)
         verdict = "within" if median <= TARGET_RATIO else "OVER"
+        over_floor = median / statistics.median(floors[name.split()[0]])
         print(
-            f"{name:28s} median {median:.2f}x, best {min(values):.2f}x ({verdict} the {TARGET_RATIO}x target)"
+            f"{name:28s} median {median:.2f}x, best {min(values):.2f}x ({verdict} the {TARGET_RATIO}x target;"
+            f" {over_floor:.2f}x the floor of the same rounds)"
         )
     return 0
 
