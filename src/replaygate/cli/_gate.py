@@ -8,42 +8,28 @@ The store for reviews and decisions is ``--store`` or env ``REPLAYGATE_STORE`` (
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from replaygate.instrumentation import ReplaygateError
-from replaygate.replay import RunFile, old_objects_frozen
+from replaygate.replay import old_objects_frozen
 
-from replaygate import gate as gate_api  # DecisionStore (SQLAlchemy) loads on first use: gate needs none
+from replaygate import gate as gate_api  # each name loads its module on first use (SQLAlchemy: the store)
 from replaygate.cli._options import baseline_2_option, by_option, echo_json, json_option, store_option
 from replaygate.cli._outputs import refuse_other_report
-from replaygate.gate import (
-    DECISION_OUTCOMES,
-    GateReport,
-    Policy,
-    compare_runs,
-    detect_drift,
-    drift_pair,
-    gate_runs,
-    load_policy,
-    load_run_data,
-    load_runs_dir,
-    unread_scenarios,
-    verify_runs,
-)
-from replaygate.labels import labels_path, read_labels, with_judge_agreement
-from replaygate.report import (
-    FORMATS,
-    atomic_write,
-    load_report,
-    render_comparison_markdown,
-    report_path,
-    write_reports,
-)
+
+if TYPE_CHECKING:
+    from replaygate.replay import RunFile
+
+    from replaygate.gate import GateReport, Policy
+
+# The reports, the labels and the statistics are imported by the commands that use them, after
+# ``compare`` and ``gate`` have started reading their run files (reading does not wait for them).
 
 __all__ = ["register"]
 
@@ -85,13 +71,16 @@ def compare_cmd(
     base_run: str, head_run: str, baseline_2: str | None, policy_path: str | None, as_json: bool
 ) -> None:
     """Compare two runs of the same suite: scenario by scenario, by category and overall."""
-    policy = load_policy(policy_path) if policy_path else Policy()
     noise_run = baseline_2
-    noise = load_run_data(noise_run) if noise_run else None
-    base, head = load_run_data(base_run), load_run_data(head_run)
+    with gate_api.RunData.reading([*([noise_run] if noise_run else []), base_run, head_run]) as read:
+        policy = gate_api.load_policy(policy_path) if policy_path else gate_api.Policy()
+        from replaygate.report import render_comparison_markdown
+
+        *noise_read, base, head = read()
+    noise = noise_read[0] if noise_read else None
     runs = [("baseline", base), ("candidate", head)] + ([("second baseline", noise)] if noise else [])
-    verify_runs(runs, (base_run, head_run, noise_run))  # the plan each run records, as the gate does
-    c = compare_runs(base, head, noise, policy, paths=(base_run, head_run, noise_run))
+    gate_api.verify_runs(runs, (base_run, head_run, noise_run))  # the plan each run records, as the gate does
+    c = gate_api.compare_runs(base, head, noise, policy, paths=(base_run, head_run, noise_run))
     click.echo(c.model_dump_json(indent=2) if as_json else render_comparison_markdown(c))
 
 
@@ -121,16 +110,19 @@ def gate_cmd(
     as_json: bool,
 ) -> None:
     """Apply the release gate; exit 0 pass, 1 block, 2 needs sign-off or review, 3 usage/data error."""
-    wanted = [f.strip() for f in formats.split(",") if f.strip()]
-    unknown = [f for f in wanted if f not in FORMATS]
-    if unknown:
-        raise click.UsageError(f"unknown --format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    policy = load_policy(policy_path)
-    b2 = load_run_data(baseline_2) if baseline_2 else None
-    head = load_run_data(candidate)
-    base = load_run_data(baseline)
+    with gate_api.RunData.reading([*([baseline_2] if baseline_2 else []), candidate, baseline]) as read:
+        from replaygate.report import FORMATS, write_reports
+
+        wanted = [f.strip() for f in formats.split(",") if f.strip()]
+        unknown = [f for f in wanted if f not in FORMATS]
+        if unknown:
+            raise click.UsageError(f"unknown --format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+        policy = gate_api.load_policy(policy_path)
+        importlib.import_module("scipy.special")  # the statistics' ufuncs, loaded while the files are read
+        *b2_read, head, base = read()
+    b2 = b2_read[0] if b2_read else None
     with old_objects_frozen():  # the runs read stay out of the collector's passes
-        report = gate_runs(policy, base, head, b2, paths=(baseline, candidate, baseline_2))
+        report = gate_api.gate_runs(policy, base, head, b2, paths=(baseline, candidate, baseline_2))
     report = _judge_agreement(report, policy, head.judged_run(), (candidate, baseline))
     out = Path(out_dir) if out_dir else Path(".replaygate") / "reports" / report.report_id
     refuse_other_report(out, report.report_id)  # never delete or overwrite another report's files
@@ -175,6 +167,8 @@ def _gate_json(report: GateReport, paths: dict[str, Path]) -> dict[str, Any]:
 
 def _judge_agreement(report: GateReport, policy: Policy, head: RunFile, runs: tuple[str, ...]) -> GateReport:
     """Kappa of the candidate's judges with people's labels of the gated runs (``replaygate.labels``)."""
+    from replaygate.labels import labels_path, read_labels, with_judge_agreement
+
     labels = [label for run in runs for label in read_labels(labels_path(run))]
     cal = policy.judge_calibration
     return with_judge_agreement(
@@ -188,6 +182,8 @@ def _judge_agreement(report: GateReport, policy: Policy, head: RunFile, runs: tu
 
 
 def _load(report: str) -> tuple[GateReport, Path]:
+    from replaygate.report import load_report, report_path
+
     path = report_path(report)
     return load_report(path), path.resolve()
 
@@ -206,7 +202,7 @@ def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None
     ds = gate_api.DecisionStore(store)
     try:
         ds.add_review(rep, scenario, by, note)
-        left = unread_scenarios(rep, {r.scenario_id for r in ds.reviews(rep.report_id)})
+        left = gate_api.unread_scenarios(rep, {r.scenario_id for r in ds.reviews(rep.report_id)})
     finally:
         ds.close()
     if as_json:
@@ -222,7 +218,9 @@ def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None
 @click.command("sign")
 @click.argument("report")
 @by_option
-@click.option("--outcome", required=True, type=click.Choice(list(DECISION_OUTCOMES)), help="The decision.")
+@click.option(
+    "--outcome", required=True, type=click.Choice(list(gate_api.DECISION_OUTCOMES)), help="The decision."
+)
 @click.option("--reason", required=True, help="Why (the trade-off, for a pass with sign-off).")
 @click.option(
     "--supersede", is_flag=True, help="Replace the report's current decision (audited; it stays listed)."
@@ -245,6 +243,8 @@ def sign_cmd(
         )
     finally:
         ds.close()
+    from replaygate.report import atomic_write
+
     out = atomic_write(path.parent / "decision.json", decision.model_dump_json(indent=2))
     if as_json:
         echo_json("decision", {"decision": decision.model_dump(mode="json"), "path": str(out)})
@@ -264,16 +264,18 @@ def sign_cmd(
 @_data_errors
 def drift_cmd(runs_dir: str, policy_path: str | None, config_hash: str | None, as_json: bool) -> None:
     """Compare the latest scheduled run of an unchanged configuration with the previous one (exit 1: drop)."""
-    policy = load_policy(policy_path) if policy_path else None
-    runs, skipped = load_runs_dir(runs_dir)
-    (latest_path, latest), previous = drift_pair(runs, config_hash)
+    from replaygate.report import render_comparison_markdown
+
+    policy = gate_api.load_policy(policy_path) if policy_path else None
+    runs, skipped = gate_api.load_runs_dir(runs_dir)
+    (latest_path, latest), previous = gate_api.drift_pair(runs, config_hash)
     if previous is None:
         click.echo(
             f"no earlier scheduled run of configuration {latest.fingerprint.agent_config_hash} with the same "
             f"suite and k ({latest_path}): nothing to compare yet"
         )
         return
-    report = detect_drift(previous[1], latest, policy)
+    report = gate_api.detect_drift(previous[1], latest, policy)
     if as_json:
         payload = json.loads(report.model_dump_json())
         payload["skipped"] = skipped

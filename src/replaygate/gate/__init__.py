@@ -28,53 +28,113 @@ Calibration: ``simulate_gate(heterogeneous_suite(30, k=5, rng=rng), policy, rng)
 and a candidate of a simulated suite and gates them with these same rules (``bench/gate_calibration.py``).
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from replaygate.gate._calibration import SimulatedSuite, heterogeneous_suite, simulate_gate, synthetic_run
-from replaygate.gate._compare import check_comparable, compare_runs
-from replaygate.gate._comparison_model import (
-    COMPARISON_FORMAT_VERSION,
-    Change,
-    Comparison,
-    ErrorSummary,
-    GradedComparison,
-    GuardrailComparison,
-    NoiseInfo,
-    RateComparison,
-    RunRef,
-    ScenarioComparison,
-    SideStats,
-)
-from replaygate.gate._drift import DriftReport, detect_drift, drift_pair, load_runs_dir
-from replaygate.gate._errors import ComparisonError, DecisionError, GateError, PolicyError, PolicyWidenedError
-from replaygate.gate._gate_model import REPORT_FORMAT_VERSION, RULE_TITLES, Finding, GateReport
-from replaygate.gate._integrity import RunDigest, RunIntegrityError, verify_run, verify_runs
-from replaygate.gate._policy import (
-    GuardrailTolerance,
-    GuardrailTolerances,
-    Policy,
-    Tolerance,
-    is_wider,
-    load_policy,
-    policy_from_mapping,
-    policy_hash,
-)
-from replaygate.gate._rules import check_policy_against_runs, evaluate_gate, gate_runs
-from replaygate.gate._run_data import RunData, load_run_data
-from replaygate.gate._signing import DECISION_OUTCOMES, check_signable, unread_scenarios
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # at run time each name loads its module on first use (PEP 562 ``__getattr__``)
+    from replaygate.gate._calibration import SimulatedSuite, heterogeneous_suite, simulate_gate, synthetic_run
+    from replaygate.gate._compare import check_comparable, compare_runs
+    from replaygate.gate._comparison_model import (
+        COMPARISON_FORMAT_VERSION,
+        Change,
+        Comparison,
+        ErrorSummary,
+        GradedComparison,
+        GuardrailComparison,
+        NoiseInfo,
+        RateComparison,
+        RunRef,
+        ScenarioComparison,
+        SideStats,
+    )
+    from replaygate.gate._drift import DriftReport, detect_drift, drift_pair, load_runs_dir
+    from replaygate.gate._errors import (
+        ComparisonError,
+        DecisionError,
+        GateError,
+        PolicyError,
+        PolicyWidenedError,
+    )
+    from replaygate.gate._gate_model import REPORT_FORMAT_VERSION, RULE_TITLES, Finding, GateReport
+    from replaygate.gate._integrity import RunDigest, RunIntegrityError, verify_run, verify_runs
+    from replaygate.gate._policy import (
+        GuardrailTolerance,
+        GuardrailTolerances,
+        Policy,
+        Tolerance,
+        is_wider,
+        load_policy,
+        policy_from_mapping,
+        policy_hash,
+    )
+    from replaygate.gate._rules import check_policy_against_runs, evaluate_gate, gate_runs
+    from replaygate.gate._run_data import RunData, load_run_data
+    from replaygate.gate._signing import DECISION_OUTCOMES, check_signable, unread_scenarios
     from replaygate.gate._store import DecisionStore, Review, SignedDecision, resolve_store_url
 
-_LAZY = {"DecisionStore", "Review", "SignedDecision", "resolve_store_url"}  # the store imports SQLAlchemy
+# Each public name's module: ``import replaygate.gate`` loads none of them (the gate command starts
+# reading its run files before the statistics, the reports and pydantic's models of them are imported;
+# the store imports SQLAlchemy).
+_MODULES = {
+    **dict.fromkeys(
+        ("SimulatedSuite", "heterogeneous_suite", "simulate_gate", "synthetic_run"), "_calibration"
+    ),
+    **dict.fromkeys(("check_comparable", "compare_runs"), "_compare"),
+    **dict.fromkeys(
+        (
+            "COMPARISON_FORMAT_VERSION",
+            "Change",
+            "Comparison",
+            "ErrorSummary",
+            "GradedComparison",
+            "GuardrailComparison",
+            "NoiseInfo",
+            "RateComparison",
+            "RunRef",
+            "ScenarioComparison",
+            "SideStats",
+        ),
+        "_comparison_model",
+    ),
+    **dict.fromkeys(("DriftReport", "detect_drift", "drift_pair", "load_runs_dir"), "_drift"),
+    **dict.fromkeys(
+        ("ComparisonError", "DecisionError", "GateError", "PolicyError", "PolicyWidenedError"), "_errors"
+    ),
+    **dict.fromkeys(("Finding", "GateReport", "REPORT_FORMAT_VERSION", "RULE_TITLES"), "_gate_model"),
+    **dict.fromkeys(("RunDigest", "RunIntegrityError", "verify_run", "verify_runs"), "_integrity"),
+    **dict.fromkeys(
+        (
+            "GuardrailTolerance",
+            "GuardrailTolerances",
+            "Policy",
+            "Tolerance",
+            "is_wider",
+            "load_policy",
+            "policy_from_mapping",
+            "policy_hash",
+        ),
+        "_policy",
+    ),
+    **dict.fromkeys(("check_policy_against_runs", "evaluate_gate", "gate_runs"), "_rules"),
+    **dict.fromkeys(("RunData", "load_run_data"), "_run_data"),
+    **dict.fromkeys(("DECISION_OUTCOMES", "check_signable", "unread_scenarios"), "_signing"),
+    **dict.fromkeys(("DecisionStore", "Review", "SignedDecision", "resolve_store_url"), "_store"),
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """Load a public name's module on first use (PEP 562) and keep the name in the package."""
+        module = _MODULES.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from replaygate.gate import _store
-
-        return getattr(_store, name)
-    raise AttributeError(f"module 'replaygate.gate' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

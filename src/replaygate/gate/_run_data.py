@@ -10,15 +10,22 @@ proportional to scenarios x k numbers, not to attempt objects; :meth:`RunData.of
 
 Integrity needs no attempt either: the attempts' (scenario id, index) in file order and their digests
 are kept (:mod:`._integrity` checks the plan and the journal on them).
+
+The gate reads two or three run files; :func:`reading_runs` reads big ones side by side in forked
+processes (reading is CPU-bound Python, one core per file) while the command goes on importing what it
+gates with, each child handing back its :class:`RunData` pickled, and the first error in the files'
+order raised as reading them one by one would raise it.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import signal
+import threading
 from array import array
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -431,6 +438,17 @@ class RunData:
         head = run.model_copy(update={"attempts": []})
         return reducer.data(head, attempts_digest(digests))
 
+    @staticmethod
+    def reading(
+        paths: Sequence[str | os.PathLike[str]],
+    ) -> AbstractContextManager[Callable[[], list[RunData]]]:
+        """Start reading run files: ``with RunData.reading(paths) as read: ... runs = read()``.
+
+        ``read()`` gives :func:`load_run_data` of each path, in order (its first error); big files are
+        read side by side in forked processes from the start of the block (see :func:`reading_runs`).
+        """
+        return reading_runs(paths)
+
     def judged_run(self) -> RunFile:
         """The run with only its judged attempts, each with only its status and verdicts."""
         return self.head.model_copy(update={"attempts": list(self.judged)})
@@ -473,3 +491,95 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
 def as_run_data(run: RunFile | RunData) -> RunData:
     """``run`` reduced (a :class:`RunData` as it is)."""
     return run if isinstance(run, RunData) else RunData.of(run)
+
+
+#: Below this many bytes of run files, forking readers costs more than reading side by side saves.
+PARALLEL_BYTES = 8 << 20
+
+
+def _cpus() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _side_by_side(paths: Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether to read ``paths`` in forked processes: several big files, cores to spare, safe to fork."""
+    if len(paths) < 2 or _cpus() < 2 or threading.active_count() > 1:  # no fork with other threads
+        return False
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        total = sum(os.stat(p).st_size for p in paths)
+    except OSError:  # a missing or unreadable file: load_run_data says which, in order
+        return False
+    return total >= PARALLEL_BYTES
+
+
+def _read_into(path: str | os.PathLike[str], sender: Any) -> None:
+    """A forked reader: send ``path``'s :class:`RunData` (or its error) and exit (freeing it all).
+
+    Ctrl-C is this process's parent's to handle (it stops the readers): ignored here, so no reader
+    prints a traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        sender.send((True, load_run_data(path)))
+    except Exception as e:  # noqa: BLE001 - handed back, raised there as reading it there would raise it
+        sender.send((False, e))
+    finally:
+        sender.close()
+
+
+@contextmanager
+def reading_runs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Callable[[], list[RunData]]]:
+    """Start reading ``paths``; ``read()`` inside the block gives :func:`load_run_data` of each, in order.
+
+    Big files (together at least :data:`PARALLEL_BYTES`) are read side by side when the machine has
+    cores to spare: a forked process reads each but the first from the start of the block, so what the
+    block does before ``read()`` (imports, a policy) overlaps with reading; ``read()`` reads the first
+    file here and receives the others. A reader that dies before it sends (killed, out of memory)
+    leaves its file to be read here. Readers still running when the block ends are stopped.
+
+    ``read()`` raises:
+        RunFileError: the first of ``paths`` (in order) that is missing, unreadable, invalid or edited.
+    """
+    if not _side_by_side(paths):
+        yield lambda: [load_run_data(p) for p in paths]
+        return
+    import multiprocessing
+
+    fork = multiprocessing.get_context("fork")
+    readers = []
+    try:
+        for path in paths[1:]:
+            receiver, sender = fork.Pipe(duplex=False)
+            reader = fork.Process(target=_read_into, args=(path, sender), daemon=True)
+            reader.start()
+            sender.close()  # the child's end: EOF here once the child exits
+            readers.append((path, reader, receiver))
+
+        def read() -> list[RunData]:
+            out = [load_run_data(paths[0])]
+            for path, _, receiver in readers:
+                try:
+                    ok, got = receiver.recv()
+                except EOFError:  # the reader died before sending
+                    ok, got = True, load_run_data(path)
+                if not ok:
+                    raise got
+                out.append(got)
+            return out
+
+        yield read
+    finally:
+        for _, reader, receiver in readers:
+            receiver.close()
+            reader.join(timeout=0.5)
+            if reader.is_alive():
+                reader.kill()
+                reader.join()

@@ -30,6 +30,7 @@ __all__ = ["RunColumns", "scan_run_columns"]
 
 _STATUS = np.zeros(256, dtype=np.uint8)  # pass 0, fail 1, error 2: the first byte of the status decides
 _STATUS[ord("f")], _STATUS[ord("e")] = 1, 2
+_CHUNK = 4096  # lines matched before their values become arrays (bounds the Python objects held)
 _COLUMNS = ("sid", "index", "status", "latency", "tin", "tout", "cost", "esc", "empty", "calls", "retrieval")
 
 
@@ -111,27 +112,30 @@ def scan_run_columns(path: str | os.PathLike[str]) -> tuple[RunFile, RunColumns]
     fullmatch = LINE_PATTERN.fullmatch
     sha256 = hashlib.sha256
     digests: list[bytes] = []
-    rows: list[tuple[bytes | None, ...]] = []
-    texts: list[int] = []  # the spans of each line's answer, error and checks, flat
+    chunks: list[dict[str, NDArray[Any]]] = []
     span = LINE_PATTERN.groupindex
     path_group, answer, error, checks = span["path"], span["answer"], span["error"], span["checks"]
     wanted = [LINE_PATTERN.groupindex[name] for name in _COLUMNS]
-    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-        if not data.startswith(indent, start, stop):
-            return None
-        m = fullmatch(data, start + len(indent), stop)
-        if m is None:
-            return None
-        rows.append(m.group(*wanted))
-        texts += (*m.span(answer), *m.span(error), *m.span(checks))
-        cut, resume = m.span(path_group)
-        h = sha256(data[start + len(indent) : cut])
-        h.update(data[resume:stop])
-        digests.append(h.digest())
+    bounds = list(zip(starts.tolist(), stops.tolist(), strict=True))
+    for first in range(0, len(bounds), _CHUNK):  # each chunk's matched text to arrays before the next
+        rows: list[tuple[bytes | None, ...]] = []
+        texts: list[int] = []  # the spans of each line's answer, error and checks, flat
+        for start, stop in bounds[first : first + _CHUNK]:
+            if not data.startswith(indent, start, stop):
+                return None
+            m = fullmatch(data, start + len(indent), stop)
+            if m is None:
+                return None
+            rows.append(m.group(*wanted))
+            texts += (*m.span(answer), *m.span(error), *m.span(checks))
+            cut, resume = m.span(path_group)
+            h = sha256(data[start + len(indent) : cut])
+            h.update(data[resume:stop])
+            digests.append(h.digest())
+        chunks.append(_chunk(rows, np.array(texts, dtype=np.int64).reshape(-1, 3, 2)))
     if attempts_digest(d.hex() for d in digests) != head.attempts_digest:
         return None
-    spans = np.array(texts, dtype=np.int64).reshape(-1, 3, 2)
-    return head, _columns(data, starts + len(indent), stops, rows, spans, digests)
+    return head, _columns(data, starts + len(indent), stops, chunks, digests)
 
 
 def _numbers(
@@ -153,38 +157,39 @@ def _flags(values: tuple[bytes | None, ...]) -> NDArray[np.uint8]:
     return np.array(values, dtype="S1").view(np.uint8)
 
 
-def _columns(
-    data: bytes,
-    starts: NDArray[np.int64],
-    stops: NDArray[np.int64],
-    rows: list[tuple[bytes | None, ...]],
-    spans: NDArray[np.int64],
-    digests: list[bytes],
-) -> RunColumns:
+def _chunk(rows: list[tuple[bytes | None, ...]], spans: NDArray[np.int64]) -> dict[str, NDArray[Any]]:
+    """The columns of some attempts' matched values (``rows``, one tuple per attempt, as ``_COLUMNS``)."""
     sid, index, status, latency, tin, tout, cost, esc, empty, calls, retrieval = zip(*rows, strict=True)
     tokens_in, tokens_in_known = _numbers(tin, np.int64)
     tokens_out, tokens_out_known = _numbers(tout, np.int64)
     costs, cost_known = _numbers(cost, np.float64)
     llm_calls, llm_calls_known = _numbers(calls, np.int64)
-    return RunColumns(
-        data=data,
-        starts=starts,
-        stops=stops,
-        text_spans=spans,
-        scenario_ids=np.array(sid, dtype=np.bytes_),
-        index=_numbers(index, np.int64)[0],
-        status=_STATUS[_flags(status)],
-        latency_s=_numbers(latency, np.float64)[0],
-        input_tokens=tokens_in,
-        input_tokens_known=tokens_in_known,
-        output_tokens=tokens_out,
-        output_tokens_known=tokens_out_known,
-        cost_usd=costs,
-        cost_usd_known=cost_known,
-        llm_calls=llm_calls,
-        llm_calls_known=llm_calls_known,
-        escalated=_flags(esc) == ord("t"),
-        empty=_flags(empty) == ord("t"),
-        has_retrieval=np.array([r is not None for r in retrieval], dtype=bool),
-        digests=b"".join(digests),
-    )
+    return {
+        "text_spans": spans,
+        "scenario_ids": np.array(sid, dtype=np.bytes_),
+        "index": _numbers(index, np.int64)[0],
+        "status": _STATUS[_flags(status)],
+        "latency_s": _numbers(latency, np.float64)[0],
+        "input_tokens": tokens_in,
+        "input_tokens_known": tokens_in_known,
+        "output_tokens": tokens_out,
+        "output_tokens_known": tokens_out_known,
+        "cost_usd": costs,
+        "cost_usd_known": cost_known,
+        "llm_calls": llm_calls,
+        "llm_calls_known": llm_calls_known,
+        "escalated": _flags(esc) == ord("t"),
+        "empty": _flags(empty) == ord("t"),
+        "has_retrieval": np.array([r is not None for r in retrieval], dtype=bool),
+    }
+
+
+def _columns(
+    data: bytes,
+    starts: NDArray[np.int64],
+    stops: NDArray[np.int64],
+    chunks: list[dict[str, NDArray[Any]]],
+    digests: list[bytes],
+) -> RunColumns:
+    columns = {name: np.concatenate([c[name] for c in chunks]) for name in chunks[0]}
+    return RunColumns(data=data, starts=starts, stops=stops, digests=b"".join(digests), **columns)
