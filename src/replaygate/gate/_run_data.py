@@ -505,9 +505,14 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _other_threads() -> bool:
+    """Whether this process runs other threads (a fork copies a lock one of them may hold)."""
+    return threading.active_count() > 1
+
+
 def _side_by_side(paths: Sequence[str | os.PathLike[str]]) -> bool:
     """Whether to read ``paths`` in forked processes: several big files, cores to spare, safe to fork."""
-    if len(paths) < 2 or _cpus() < 2 or threading.active_count() > 1:  # no fork with other threads
+    if len(paths) < 2 or _cpus() < 2 or _other_threads():
         return False
     import multiprocessing
 
