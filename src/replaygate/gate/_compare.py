@@ -24,6 +24,7 @@ from replaygate.gate._comparison_model import (
     RunRef,
     ScenarioComparison,
     SideStats,
+    constructed,
 )
 from replaygate.gate._errors import ComparisonError
 from replaygate.gate._guardrails import compare_guardrail_columns, with_noise
@@ -93,18 +94,21 @@ def _stats(entry: ScenarioEntry, data: ScenarioData, confidence: float) -> SideS
         low, high = wilson_interval(passed, scored, confidence)
         verdict = scenario_verdict(passed, scored, entry.must_pass, entry.threshold, confidence)
     # built from counted values of the right types: constructed, not validated (20,000 of them)
-    return SideStats.model_construct(
-        attempts=data.attempts,
-        passed=passed,
-        failed=failed,
-        errors=data.errors,
-        rate=rate,
-        low=low,
-        high=high,
-        verdict=verdict,
-        error_messages=data.error_messages,
-        failure_details=data.failure_details,
-        sample_answer=data.sample_answer,
+    return constructed(
+        SideStats,
+        {
+            "attempts": data.attempts,
+            "passed": passed,
+            "failed": failed,
+            "errors": data.errors,
+            "rate": rate,
+            "low": low,
+            "high": high,
+            "verdict": verdict,
+            "error_messages": data.error_messages,
+            "failure_details": data.failure_details,
+            "sample_answer": data.sample_answer,
+        },
     )
 
 
@@ -312,19 +316,22 @@ def _scenario_rows(
         if counts:
             problems.extend(sc_problems)
         rows.append(
-            ScenarioComparison.model_construct(  # every field computed above (see _stats)
-                id=sid,
-                title=entry.title,
-                must_pass=entry.must_pass,
-                threshold=entry.threshold,
-                counts=counts,
-                tags=dict(entry.tags),
-                required_attempts=required,
-                base=base.stats[sid],
-                head=head.stats[sid],
-                change="unknown",  # decided by classify_scenarios
-                second=second,
-                problems=sc_problems,
+            constructed(  # every field computed above (see _stats)
+                ScenarioComparison,
+                {
+                    "id": sid,
+                    "title": entry.title,
+                    "must_pass": entry.must_pass,
+                    "threshold": entry.threshold,
+                    "counts": counts,
+                    "tags": dict(entry.tags),
+                    "required_attempts": required,
+                    "base": base.stats[sid],
+                    "head": head.stats[sid],
+                    "change": "unknown",  # decided by classify_scenarios
+                    "second": second,
+                    "problems": sc_problems,
+                },
             )
         )
     return rows, problems
