@@ -151,3 +151,26 @@ def test_the_gate_command_reads_side_by_side_to_the_same_report(
     assert taken == [True] or len(os.sched_getaffinity(0)) < 2  # read side by side where the machine can
     assert side == here and here[0] in (0, 1, 2)
     assert here[1]["comparison"]["scenarios"][0]["head"]["passed"] == 0
+
+
+def test_the_compare_command_reads_side_by_side_to_the_same_comparison(
+    runs: list[Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["compare", str(runs[2]), str(runs[1]), "--baseline-2", str(runs[0]), "--json"]
+    assert run_main(args) == 0
+    here = capsys.readouterr().out
+    forked: list[int] = []
+    real_start = multiprocessing.get_context("fork").Process.start
+
+    def start(self: Any) -> None:
+        forked.append(1)
+        real_start(self)
+
+    monkeypatch.setattr(run_data, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(run_data, "_other_threads", lambda: False)
+    monkeypatch.setattr(multiprocessing.get_context("fork").Process, "start", start)
+    assert run_main(args) == 0
+    side = capsys.readouterr().out
+    assert len(forked) == 2 or len(os.sched_getaffinity(0)) < 2  # the candidate and the baseline, forked
+    assert json.loads(side) == json.loads(here)
+    assert json.loads(here)["scenarios"][0]["head"]["passed"] == 0
