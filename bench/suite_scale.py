@@ -483,13 +483,20 @@ def _gate_child(folder: str) -> None:
     ]  # fmt: skip
     tree_peak = 0.0
     t0 = time.perf_counter()
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        while proc.poll() is None:
-            t = time.perf_counter()
-            tree_peak = max(tree_peak, _tree_pss_mib(proc.pid))
-            time.sleep(max(0.05, 20 * (time.perf_counter() - t)))  # sampling: at most 5 % of a core
-        stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - t0
+    # its output to files, not pipes: a pipe nobody reads while sampling would stall a talkative command
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        with subprocess.Popen(cmd, stdout=out, stderr=err, text=True) as proc:
+            while proc.poll() is None:
+                if time.perf_counter() - t0 > 1800:
+                    proc.kill()
+                    raise SystemExit("replaygate gate took more than 1800 s")
+                t = time.perf_counter()
+                tree_peak = max(tree_peak, _tree_pss_mib(proc.pid))
+                time.sleep(max(0.05, 20 * (time.perf_counter() - t)))  # sampling: at most 5 % of a core
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1, 2):
         raise SystemExit(f"replaygate gate failed ({proc.returncode}): {stderr.strip()[-600:]}")

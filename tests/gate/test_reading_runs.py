@@ -1,7 +1,7 @@
 """``RunData.reading``: run files read side by side in forked processes give what reading them here gives.
 
 The files here are small, so each test lowers :data:`PARALLEL_BYTES` to take the forked path (and checks
-that it did: the readers are this process's children inside the block).
+that it did: every reader started is counted, since one that reads a small file may be gone at once).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,30 +33,46 @@ def runs(tmp_path: Path) -> list[Path]:
 
 
 @pytest.fixture
-def forked(monkeypatch: pytest.MonkeyPatch) -> None:
+def starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every process this process forks from here on (the readers)."""
+    process = multiprocessing.get_context("fork").Process
+    real = process.start
+    out: list[str] = []
+
+    def start(self: Any) -> None:
+        out.append(self.name)
+        real(self)
+
+    monkeypatch.setattr(process, "start", start)
+    return out
+
+
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch, starts: list[str]) -> list[str]:
     if "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("reading side by side needs fork and two cores")  # (CI has both)
     monkeypatch.setattr(run_data, "PARALLEL_BYTES", 0)
     # the suite's servers may run threads in this worker: these readers take no lock they hold
     monkeypatch.setattr(run_data, "_other_threads", lambda: False)
+    return starts
 
 
 def _readers() -> int:
     return len(multiprocessing.active_children())
 
 
-@pytest.mark.usefixtures("forked")
-def test_side_by_side_gives_what_reading_here_gives(runs: list[Path]) -> None:
+def test_side_by_side_gives_what_reading_here_gives(runs: list[Path], forked: list[str]) -> None:
     with RunData.reading(runs) as read:
-        assert _readers() == 2  # the second and third file, each in a forked process
+        assert len(forked) == 2  # the second and third file, each in a forked process
         got = read()
     assert got == [load_run_data(p) for p in runs]
     assert got[1].scenarios["s01"].passed == 0 and got[1].scenarios["s02"].errors == 1
     assert _readers() == 0
 
 
-@pytest.mark.usefixtures("forked")
-def test_the_first_bad_file_in_order_is_the_error(runs: list[Path], tmp_path: Path) -> None:
+def test_the_first_bad_file_in_order_is_the_error(
+    runs: list[Path], tmp_path: Path, forked: list[str]
+) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"format_version": 1, "run_id": ', encoding="utf-8")
     edited = tmp_path / "edited.json"
@@ -67,20 +84,21 @@ def test_the_first_bad_file_in_order_is_the_error(runs: list[Path], tmp_path: Pa
     ):
         with pytest.raises(RunFileError) as here:
             load_run_data(bad)
+        forked.clear()
         with pytest.raises(RunFileError) as side, RunData.reading(paths) as read:
-            assert _readers() == 2
+            assert len(forked) == 2
             read()
         assert str(side.value) == str(here.value)
         assert _readers() == 0
     missing = tmp_path / "missing.json"
+    forked.clear()
     with pytest.raises(RunFileError, match="missing.json"), RunData.reading([runs[0], missing]) as read:
-        assert _readers() == 0  # a file that is not there: read here, in order, for its message
+        assert forked == []  # a file that is not there: read here, in order, for its message
         read()
 
 
-@pytest.mark.usefixtures("forked")
 def test_a_reader_that_dies_leaves_its_file_to_be_read_here(
-    runs: list[Path], monkeypatch: pytest.MonkeyPatch
+    runs: list[Path], monkeypatch: pytest.MonkeyPatch, forked: list[str]
 ) -> None:
     def die(path: Any, sender: Any) -> None:
         os._exit(1)  # killed before it sends (as the out-of-memory killer would)
@@ -88,25 +106,55 @@ def test_a_reader_that_dies_leaves_its_file_to_be_read_here(
     monkeypatch.setattr(run_data, "_read_into", die)
     with RunData.reading(runs) as read:
         got = read()
+    assert len(forked) == 2
     assert got == [load_run_data(p) for p in runs]
 
 
-@pytest.mark.usefixtures("forked")
-def test_a_block_that_fails_stops_its_readers(runs: list[Path]) -> None:
+def test_a_result_that_does_not_pickle_is_read_here_without_a_traceback(
+    runs: list[Path], monkeypatch: pytest.MonkeyPatch, forked: list[str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    parent, real = os.getpid(), run_data.load_run_data
+
+    def in_reader_unpicklable(path: Any) -> Any:
+        if os.getpid() != parent:
+            error = RunFileError("in the reader")
+            error.hook = lambda: None  # type: ignore[attr-defined]  # a lambda does not pickle
+            raise error
+        return real(path)
+
+    monkeypatch.setattr(run_data, "load_run_data", in_reader_unpicklable)
+    with RunData.reading(runs) as read:
+        got = read()
+    assert len(forked) == 2
+    assert got == [real(p) for p in runs]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_block_that_fails_stops_its_readers(
+    runs: list[Path], forked: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def slow(path: Any, sender: Any) -> None:
+        time.sleep(60)  # still reading when the block fails
+
+    monkeypatch.setattr(run_data, "_read_into", slow)
+    t0 = time.monotonic()
     with pytest.raises(ValueError, match="policy"), RunData.reading(runs):
-        assert _readers() == 2
+        assert len(forked) == 2 and _readers() == 2
         raise ValueError("bad policy")
-    assert _readers() == 0
+    assert _readers() == 0  # stopped, not waited for
+    assert time.monotonic() - t0 < 30
 
 
-def test_no_fork_while_other_threads_run(runs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_fork_while_other_threads_run(
+    runs: list[Path], monkeypatch: pytest.MonkeyPatch, starts: list[str]
+) -> None:
     monkeypatch.setattr(run_data, "PARALLEL_BYTES", 0)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
         with RunData.reading(runs) as read:
-            assert _readers() == 0  # read here, one by one
+            assert starts == []  # read here, one by one
             got = read()
     finally:
         stop.set()
@@ -114,9 +162,9 @@ def test_no_fork_while_other_threads_run(runs: list[Path], monkeypatch: pytest.M
     assert got == [load_run_data(p) for p in runs]
 
 
-def test_small_files_are_read_here(runs: list[Path]) -> None:
+def test_small_files_are_read_here(runs: list[Path], starts: list[str]) -> None:
     with RunData.reading(runs) as read:
-        assert _readers() == 0
+        assert starts == []
         assert read() == [load_run_data(p) for p in runs]
 
 
@@ -154,23 +202,15 @@ def test_the_gate_command_reads_side_by_side_to_the_same_report(
 
 
 def test_the_compare_command_reads_side_by_side_to_the_same_comparison(
-    runs: list[Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    runs: list[Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starts: list[str]
 ) -> None:
     args = ["compare", str(runs[2]), str(runs[1]), "--baseline-2", str(runs[0]), "--json"]
     assert run_main(args) == 0
     here = capsys.readouterr().out
-    forked: list[int] = []
-    real_start = multiprocessing.get_context("fork").Process.start
-
-    def start(self: Any) -> None:
-        forked.append(1)
-        real_start(self)
-
     monkeypatch.setattr(run_data, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(run_data, "_other_threads", lambda: False)
-    monkeypatch.setattr(multiprocessing.get_context("fork").Process, "start", start)
     assert run_main(args) == 0
     side = capsys.readouterr().out
-    assert len(forked) == 2 or len(os.sched_getaffinity(0)) < 2  # the candidate and the baseline, forked
+    assert len(starts) == 2 or len(os.sched_getaffinity(0)) < 2  # the candidate and the baseline, forked
     assert json.loads(side) == json.loads(here)
     assert json.loads(here)["scenarios"][0]["head"]["passed"] == 0

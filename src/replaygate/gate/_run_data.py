@@ -11,7 +11,7 @@ proportional to scenarios x k numbers, not to attempt objects; :meth:`RunData.of
 Integrity needs no attempt either: the attempts' (scenario id, index) in file order and their digests
 are kept (:mod:`._integrity` checks the plan and the journal on them).
 
-The gate reads two or three run files; :func:`reading_runs` reads big ones side by side in forked
+The gate reads two or three run files; :meth:`RunData.reading` reads big ones side by side in forked
 processes (reading is CPU-bound Python, one core per file) while the command goes on importing what it
 gates with, each child handing back its :class:`RunData` pickled, and the first error in the files'
 order raised as reading them one by one would raise it.
@@ -445,9 +445,9 @@ class RunData:
         """Start reading run files: ``with RunData.reading(paths) as read: ... runs = read()``.
 
         ``read()`` gives :func:`load_run_data` of each path, in order (its first error); big files are
-        read side by side in forked processes from the start of the block (see :func:`reading_runs`).
+        read side by side in forked processes from the start of the block (see :func:`_reading_runs`).
         """
-        return reading_runs(paths)
+        return _reading_runs(paths)
 
     def judged_run(self) -> RunFile:
         """The run with only its judged attempts, each with only its status and verdicts."""
@@ -533,22 +533,27 @@ def _read_into(path: str | os.PathLike[str], sender: Any) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        sender.send((True, load_run_data(path)))
+        result: tuple[bool, Any] = (True, load_run_data(path))
     except Exception as e:  # noqa: BLE001 - handed back, raised there as reading it there would raise it
-        sender.send((False, e))
+        result = (False, e)
+    try:
+        sender.send(result)
+    except Exception:  # noqa: BLE001, S110 - it does not pickle: the parent sees EOF and reads the file itself
+        pass
     finally:
         sender.close()
 
 
 @contextmanager
-def reading_runs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Callable[[], list[RunData]]]:
+def _reading_runs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Callable[[], list[RunData]]]:
     """Start reading ``paths``; ``read()`` inside the block gives :func:`load_run_data` of each, in order.
 
     Big files (together at least :data:`PARALLEL_BYTES`) are read side by side when the machine has
     cores to spare: a forked process reads each but the first from the start of the block, so what the
     block does before ``read()`` (imports, a policy) overlaps with reading; ``read()`` reads the first
-    file here and receives the others. A reader that dies before it sends (killed, out of memory)
-    leaves its file to be read here. Readers still running when the block ends are stopped.
+    file here and receives the others. A reader that dies before it sends (killed, out of memory), or
+    whose result does not pickle, leaves its file to be read here. Readers still running when the block
+    ends are stopped.
 
     ``read()`` raises:
         RunFileError: the first of ``paths`` (in order) that is missing, unreadable, invalid or edited.
@@ -573,7 +578,7 @@ def reading_runs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Callable[[
             for path, _, receiver in readers:
                 try:
                     ok, got = receiver.recv()
-                except EOFError:  # the reader died before sending
+                except Exception:  # noqa: BLE001 - it died before sending, or it does not unpickle
                     ok, got = True, load_run_data(path)
                 if not ok:
                     raise got
