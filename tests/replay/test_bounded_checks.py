@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from replaygate.instrumentation import ToolCall, TraceSummary
 from replaygate.replay._checks import CheckContext, run_check
 from replaygate.replay._errors import ScenarioError
-from replaygate.replay._regex import CheckBudgetError, ScenarioRegex, check_deadline, needs_backtracking
+from replaygate.replay._regex import (
+    CheckBudgetError,
+    Found,
+    ScenarioRegex,
+    check_deadline,
+    needs_backtracking,
+)
 from replaygate.replay._runner import run_suite
 from replaygate.replay._scenario import Scenario, parse_scenario
 from replaygate.replay._scenario_checks import ToolArgsCheck
@@ -156,3 +164,32 @@ def test_lint_warns_about_a_pattern_that_needs_backtracking(tmp_path: Path) -> N
     gs.write([scenario("look-001", [{"type": "output_regex", "pattern": REDOS_BACKTRACKING}])])
     warnings = [str(p) for p in lint(gs) if p.severity == "warning"]
     assert any("needs the backtracking engine" in w and "look-001" in w for w in warnings)
+
+
+_PATTERNS = [
+    "Refund.*days",
+    r"(\d+)-(\d+)?",
+    r"(a)|(b)",
+    r"^$",
+    r"x*",
+    r"(?i)ÉTÉ|(é)",
+    r"\bword\b",
+    r"(\w+)@(\w+)\.com",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pattern=st.sampled_from(_PATTERNS),
+    text=st.text(alphabet=st.sampled_from(list("abRefund days1234-@.com xé\nWORD word")), max_size=40),
+)
+def test_search_on_ascii_text_matches_re2s_own_layer(pattern: str, text: str) -> None:
+    """The direct RE2 call used for ASCII text finds what the ``re2`` module's search finds, groups too."""
+    rx = ScenarioRegex(pattern)
+    assert rx._match is not None  # this google-re2 has the direct call: the fast path is the one tested
+    layer = rx._linear.search(text)
+    found = rx.search(text)
+    if layer is None:
+        assert found is None
+    else:
+        assert found == Found(layer.group(0), tuple(layer.groups()))
