@@ -301,17 +301,6 @@ class AttemptRunner:
         The runner starts the next call before scoring this one, so a slot of concurrency is never held
         while the event loop scores. ``task`` is the current task, when the caller knows it.
         """
-        return self.called(*await self.call_returned(scenario, index, task))
-
-    async def call_returned(
-        self, scenario: Scenario, index: int, task: asyncio.Task[Any] | None = None
-    ) -> Returned:
-        """:meth:`call`, up to what the call returned: :meth:`called` makes the :class:`Called` of it.
-
-        The runner's workers start their next call first and leave :meth:`called` (the root span as a
-        record, the trace's spans popped) to the scoring: when many calls return at once, each worker's
-        next call starts that much sooner.
-        """
         flight = self.begin(scenario, index)
         output: TargetOutput | None = None
         error: str | None = None
@@ -348,7 +337,7 @@ class AttemptRunner:
                     error = self._timed_out
                 else:
                     error = _raised(flight.root, exc)
-        return flight, output, error, time.perf_counter() - flight.t0
+        return self.called(flight, output, error, time.perf_counter() - flight.t0)
 
     def call_blocking(self, flight: Flight, call: BlockingCall) -> Returned:
         """Call a sync target in this thread, inside the attempt's root span (see :mod:`._threaded`).

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from replaygate.replay._artifacts import ArtifactWriter, artifacts_path
-from replaygate.replay._attempt import AttemptRunner, Called, Returned, Scorer
+from replaygate.replay._attempt import AttemptRunner, Called, Scorer
 from replaygate.replay._capture import FOREIGN_PROVIDER_HINT, Capture, open_capture
 from replaygate.replay._errors import ReplayError, RunFileError
 from replaygate.replay._filelock import exclusive_lock
@@ -40,10 +40,6 @@ from replaygate.replay._threaded import ThreadedCalls
 __all__ = ["HAND_OVER_S", "RESUME_FIELDS", "RunOptions", "Scorer", "run_suite", "run_suite_async"]
 
 log = logging.getLogger("replaygate.replay")
-
-#: How many returned calls the event loop scores in one go (:meth:`_Loop.score_waiting`) before it lets
-#: calls that returned meanwhile start their next call.
-SCORE_SLICE = 8
 
 #: How long finished attempts gather before they go to the journal and artifact threads together
 #: (seconds): one wake-up of each thread for all of them. The journal's group commit waits longer.
@@ -97,7 +93,7 @@ class _Loop:
         )
         self.results: list[Attempt] = list(plan.done)
         self.finished_now: list[Attempt] = []
-        self.to_score: list[Returned] = []  # calls returned, scored once the ready calls have started
+        self.to_score: list[Called] = []  # calls returned, scored once the ready calls have started
         self.failed: list[BaseException] = []  # what scoring outside a task raised (a bug): the run fails
         self._hand_over: asyncio.TimerHandle | None = None
         self.journal_failed: list[RunFileError] = []
@@ -133,35 +129,24 @@ class _Loop:
             attempt = await self.attempts.finish(called)
         self.finished(attempt)
 
-    def score_later(self, returned: Returned) -> None:
+    def score_later(self, called: Called) -> None:
         """Score a call without judges on the event loop's next turn (:meth:`score_waiting`).
 
         Its worker meanwhile starts its next call, and so does every worker woken in the same turn:
-        the calls start first; their spans are read and scored while they wait.
+        the calls start first, the scoring is done while they wait.
         """
         if not self.to_score:
             self.loop.call_soon(self.score_waiting)
-        self.to_score.append(returned)
+        self.to_score.append(called)
         if len(self.to_score) > self.plan.options.concurrency:  # a worker whose calls never wait
-            self.score_waiting(None)
+            self.score_waiting()
 
-    def score_waiting(self, limit: int | None = SCORE_SLICE) -> None:
-        """Score the calls :meth:`score_later` kept (a failure fails the run: the workers raise it).
-
-        At most ``limit`` of them (None: all), then the rest on a later turn of the event loop: calls
-        returning meanwhile start their next call in between instead of waiting for every score.
-        """
-        waiting = self.to_score
-        if limit is None or len(waiting) <= limit:
-            batch, self.to_score = waiting, []
-        else:
-            batch = waiting[:limit]
-            del waiting[:limit]
-            self.loop.call_soon(self.score_waiting)
-        attempts = self.attempts
+    def score_waiting(self) -> None:
+        """Score the calls :meth:`score_later` kept (a failure fails the run: the workers raise it)."""
+        batch, self.to_score = self.to_score, []
         try:
-            for returned in batch:
-                self.finished(attempts.finish_now(attempts.called(*returned)))
+            for called in batch:
+                self.finished(self.attempts.finish_now(called))
         except BaseException as exc:  # noqa: BLE001 - a bug: the run fails with it, never drops or hangs
             self.failed.append(exc)
 
@@ -185,11 +170,11 @@ class _Loop:
             if self.journal_failed or self.failed:
                 raise (self.journal_failed or self.failed)[0]
             scenario, index = todo.popleft()
-            returned = await attempts.call_returned(scenario, index, task)
-            if attempts.scores_at_once(scenario):
-                self.score_later(returned)
+            called = await attempts.call(scenario, index, task)
+            if attempts.scores_at_once(called.scenario):
+                self.score_later(called)
             else:
-                self.score(group, attempts.called(*returned))
+                self.score(group, called)
 
     def write_header(self) -> None:
         self.plan.writer.write_header(self.plan.header())
@@ -228,7 +213,7 @@ class _Loop:
 
     async def _close(self) -> None:
         writer = self.plan.writer
-        self.score_waiting(None)  # the calls that returned last
+        self.score_waiting()  # the calls that returned last
         if self._hand_over is not None:
             self._hand_over.cancel()
         try:
