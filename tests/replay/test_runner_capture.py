@@ -211,3 +211,22 @@ def test_attempt_span_is_current_inside_and_records_plain_values_until_it_ends()
     assert (record.status, record.status_message) == ("ok", None)
     assert record.trace_id == root.trace_id == format(root.get_span_context().trace_id, "032x")
     assert record.start_ns <= record.end_ns and len(record.span_id) == 16
+
+
+def test_root_span_ids_are_nonzero_and_their_hex_is_the_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One draw makes both ids; a draw with a zero id (the invalid id) is drawn again."""
+    import random
+
+    from replaygate.instrumentation import close_route
+    from replaygate.replay import _capture
+
+    roots = [_capture.AttemptSpan({}) for _ in range(500)]
+    for r in roots:
+        close_route(r.trace_number)  # each opened its route
+    assert len({r.trace_id for r in roots}) == 500
+    for r in roots:
+        assert r.trace_id == format(r.trace_number, "032x") and r.span_id == format(r._span_number, "016x")
+        assert r.trace_number and r._span_number
+    draws = iter([5, 7 << 64, (3 << 64) | 9])  # span id zero, then trace id zero, then both set
+    monkeypatch.setattr(random, "getrandbits", lambda bits: next(draws))
+    assert _capture._new_ids() == (3, 9, format(3, "032x") + format(9, "016x"))

@@ -70,11 +70,20 @@ def _plain_value(value: Any) -> Any:
         return f"<unrenderable {type(value).__name__}>"
 
 
-def _new_id(bits: int) -> int:
-    value = 0
-    while value == 0:  # zero is the invalid id
-        value = random.getrandbits(bits)
-    return value
+_SPAN_BITS = (1 << 64) - 1
+
+
+def _new_ids() -> tuple[int, int, str]:
+    """A new trace id (128 bits) and span id (64 bits), neither zero (the invalid id), and both in hex.
+
+    One draw of 192 bits: the trace id is the high 128, the span id the low 64, and the 48 hex digits are
+    the trace id's 32 followed by the span id's 16.
+    """
+    while True:
+        bits = random.getrandbits(192)
+        trace_id, span_id = bits >> 64, bits & _SPAN_BITS
+        if trace_id and span_id:
+            return trace_id, span_id, format(bits, "048x")
 
 
 class AttemptSpan(NonRecordingSpan):
@@ -85,14 +94,14 @@ class AttemptSpan(NonRecordingSpan):
     """
 
     def __init__(self, attributes: Mapping[str, Any]) -> None:
-        trace_id, span_id = _new_id(128), _new_id(64)
+        trace_id, span_id, digits = _new_ids()
         # The span context is made when something asks for it (a child span starting): most attempts of
         # a plain target never do. (NonRecordingSpan.__init__ only stores it.)
         self._context = None  # type: ignore[assignment]
-        self.trace_id = format(trace_id, "032x")
+        self.trace_id = digits[:32]
         """The attempt's trace id, 32 lowercase hex digits."""
         self.trace_number = trace_id  # the same id as a number (the capture routing's key)
-        self.span_id = format(span_id, "016x")
+        self.span_id = digits[32:]
         self._span_number = span_id
         self.asked = False  # whether anything asked for this span's context (a child span starting)
         open_route(trace_id, span_id)
