@@ -29,7 +29,7 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
-from replaygate.replay._model_copy import replaced
+from replaygate.replay._model_copy import made, replaced
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -147,8 +147,6 @@ class _Split:
 
 #: The fields of a kept score an attempt's copy sets (:func:`_copy_kept`).
 _COPIED = ("index", "trace_id", "started", "artifact_path", "measures")
-_new = object.__new__
-_set = object.__setattr__
 
 
 def _copy_kept(
@@ -176,16 +174,11 @@ def _copy_kept(
                 "measures": replaced(measures, {"latency_s": latency_s}),
             },
         )
-    copied = _new(type(measures))
     values = measures.__dict__.copy()
     values["latency_s"] = latency_s
     fields = measures.__pydantic_fields_set__.copy()
     fields.add("latency_s")
-    _set(copied, "__dict__", values)
-    _set(copied, "__pydantic_extra__", None)
-    _set(copied, "__pydantic_fields_set__", fields)
-    _set(copied, "__pydantic_private__", None)
-    attempt = _new(type(kept))
+    copied = made(type(measures), values, fields)
     values = kept.__dict__.copy()
     values["index"] = index
     values["trace_id"] = trace_id
@@ -194,11 +187,7 @@ def _copy_kept(
     values["measures"] = copied
     fields = kept.__pydantic_fields_set__.copy()
     fields.update(_COPIED)
-    _set(attempt, "__dict__", values)
-    _set(attempt, "__pydantic_extra__", None)
-    _set(attempt, "__pydantic_fields_set__", fields)
-    _set(attempt, "__pydantic_private__", None)
-    return attempt
+    return made(type(kept), values, fields)
 
 
 #: What a blocking call returns from its thread: the flight, the output or error, the latency.

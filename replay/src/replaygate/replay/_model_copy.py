@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["replaced"]
+__all__ = ["made", "replaced"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -25,11 +25,19 @@ def replaced(model: M, values: Mapping[str, Any]) -> M:
     """A shallow copy of ``model`` with ``values`` over its fields (``model_copy(update=values)``)."""
     if model.__pydantic_extra__ is not None or getattr(model, "__pydantic_private__", None) is not None:
         return model.model_copy(update=values)  # not a plain run-file model: the general path
-    new = _new(type(model))
     fields = model.__dict__.copy()
     fields.update(values)
     fields_set = model.__pydantic_fields_set__.copy()
     fields_set.update(values)
+    return made(type(model), fields, fields_set)
+
+
+def made(cls: type[M], fields: dict[str, Any], fields_set: set[str]) -> M:
+    """A plain run-file model of ``cls`` with these field values and fields set, not validated.
+
+    For values taken from a model of the same class (as :func:`replaced` does): no extra, no private.
+    """
+    new = _new(cls)
     _set(new, "__dict__", fields)
     _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_fields_set__", fields_set)
