@@ -48,3 +48,17 @@ def test_a_kept_scores_copy_is_what_replaced_makes() -> None:
     assert mine.__pydantic_fields_set__ is not kept.__pydantic_fields_set__
     assert mine.model_dump_json() == theirs.model_dump_json()
     assert kept.index == 0 and kept.measures.latency_s == 0.5 and kept.artifact_path is not None
+
+
+def test_a_kept_score_with_private_measures_is_copied_the_general_way() -> None:
+    """Measures of a subclass with a private attribute go through ``model_copy``, which keeps it."""
+    from pydantic import PrivateAttr
+    from replaygate.replay._attempt import _copy_kept
+
+    class Noted(Measures):
+        _note: str = PrivateAttr(default="kept")
+
+    kept = Attempt(scenario_id="s", index=0, status="pass", answer="a", measures=Noted(latency_s=0.5))
+    mine = _copy_kept(kept, 1, "e" * 32, "2026-12-07T11:00:01Z", None, 0.25)
+    assert type(mine.measures) is Noted and mine.measures._note == "kept"
+    assert (mine.index, mine.measures.latency_s, kept.measures.latency_s) == (1, 0.25, 0.5)

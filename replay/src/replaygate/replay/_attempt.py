@@ -29,7 +29,7 @@ from replaygate.replay._measures import (
     compute_measures,
     declares_no_llm_calls,
 )
-from replaygate.replay._model_copy import made, replaced
+from replaygate.replay._model_copy import made, plain, replaced
 from replaygate.replay._regex import check_deadline
 from replaygate.replay._runfile import Attempt, Measures
 from replaygate.replay._scenario import Scenario
@@ -158,12 +158,7 @@ def _copy_kept(
     runs for most attempts of a run.
     """
     measures = kept.measures
-    if (
-        kept.__pydantic_extra__ is not None
-        or measures.__pydantic_extra__ is not None
-        or getattr(kept, "__pydantic_private__", None) is not None
-        or getattr(measures, "__pydantic_private__", None) is not None
-    ):
+    if not (plain(kept) and plain(measures)):
         return replaced(  # not a plain run-file model: the general path
             kept,
             {

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["made", "replaced"]
+__all__ = ["made", "plain", "replaced"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -23,13 +23,18 @@ _new = object.__new__
 
 def replaced(model: M, values: Mapping[str, Any]) -> M:
     """A shallow copy of ``model`` with ``values`` over its fields (``model_copy(update=values)``)."""
-    if model.__pydantic_extra__ is not None or getattr(model, "__pydantic_private__", None) is not None:
+    if not plain(model):
         return model.model_copy(update=values)  # not a plain run-file model: the general path
     fields = model.__dict__.copy()
     fields.update(values)
     fields_set = model.__pydantic_fields_set__.copy()
     fields_set.update(values)
     return made(type(model), fields, fields_set)
+
+
+def plain(model: BaseModel) -> bool:
+    """Whether ``model`` has no extra and no private attributes (:func:`made` can copy it)."""
+    return model.__pydantic_extra__ is None and getattr(model, "__pydantic_private__", None) is None
 
 
 def made(cls: type[M], fields: dict[str, Any], fields_set: set[str]) -> M:
