@@ -86,15 +86,16 @@ def test_the_drop_is_the_float64_simulations(seed: int) -> None:
         assert got == reference_mdd(base, alpha=alpha, seed=seed, beyond=beyond)
 
 
+@pytest.mark.parametrize("chunk", [25, 5, 7])  # the chunk the drop draws with, and a ragged last one
 @pytest.mark.parametrize("ragged", [False, True])
-def test_counts_are_exact_even_when_a_threshold_ties_the_top_bits(ragged: bool) -> None:
+def test_counts_are_exact_even_when_a_threshold_ties_the_top_bits(ragged: bool, chunk: int) -> None:
     sims, size, k = 60, 40, 7
     valid = (
         (np.arange(k)[None, :] < np.random.default_rng(1).integers(1, k + 1, size)[:, None])
         if ragged
         else None
     )
-    draws = HeadDraws(np.random.default_rng(9), sims, size, k, valid, 25)
+    draws = HeadDraws(np.random.default_rng(9), sims, size, k, valid, chunk)
     u = np.random.default_rng(9).random((sims, size, k))  # the uniforms themselves
     q = np.random.default_rng(3).uniform(0.2, 1.0, size)
     # ties: thresholds just above and just below a uniform, sharing its top 32 bits; and q == 1

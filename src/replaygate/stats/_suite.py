@@ -14,7 +14,10 @@ from replaygate.stats._scipy import norm_isf
 
 __all__ = ["NoiseFloor", "cohen_kappa", "minimum_detectable_drop", "minimum_detectable_drops", "noise_floor"]
 
-_SIM_CHUNK = 25  # simulations drawn at once (bounds the temporary arrays)
+_SIM_CHUNK = 25  # simulations tested at once (bounds the temporary arrays)
+# simulations drawn at once: a draw's temporaries are 8 to 20 bytes per attempt (uint64 and float64), so
+# fewer at a time keep the peak near the draws kept (4 to 5 bytes per attempt); the stream is the same
+_DRAW_CHUNK = 5
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,16 @@ def minimum_detectable_drops(
     k_max = int(n.max())
     invalid = np.arange(k_max)[None, :] >= n[:, None]  # (S, k_max): attempts a scenario does not have
     ragged = bool(invalid.any())
-    xb = np.zeros((n_sims, p.size), dtype=np.int64)
-    for start in range(0, n_sims, _SIM_CHUNK):  # the same stream as one (n_sims, S, k_max) draw
-        u = rng.random((min(_SIM_CHUNK, n_sims - start), p.size, k_max))
+    # counts of at most k_max (the sums below at most 2 k_max): the same values in fewer bytes
+    xb = np.zeros((n_sims, p.size), dtype=np.int16 if k_max < 2**14 else np.int64)
+    for start in range(0, n_sims, _DRAW_CHUNK):  # the same stream as one (n_sims, S, k_max) draw
+        u = rng.random((min(_DRAW_CHUNK, n_sims - start), p.size, k_max))
         below = u < p[None, :, None]
         if ragged:
             below &= ~invalid
         xb[start : start + u.shape[0]] = below.sum(axis=2)
     # The head's uniforms, the next of the same stream, kept in 4 bytes each and compared exactly
-    head = HeadDraws(rng, n_sims, p.size, k_max, ~invalid if ragged else None, _SIM_CHUNK)
+    head = HeadDraws(rng, n_sims, p.size, k_max, ~invalid if ragged else None, _DRAW_CHUNK)
     half_step = 1.0 / (p.size * k_max)
     z_crit = norm_isf(alpha / 2)
     # what does not depend on the drop, computed once (the same values, so the same power)
