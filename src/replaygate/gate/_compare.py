@@ -9,8 +9,10 @@ detect.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, cast
 
 from replaygate.replay import MeasureColumns, RunFile, ScenarioEntry, guardrail_measures_columns
 
@@ -46,6 +48,7 @@ from replaygate.stats import (
 __all__ = ["check_comparable", "compare_runs"]
 
 Counts = tuple[int, int]
+_T = TypeVar("_T")
 
 
 def check_comparable(
@@ -438,29 +441,41 @@ def compare_runs(
     valid = [s.id for s in scenarios if s.counts and not s.problems]
     noise_info = _noise_info(b, n, valid, policy)
     known = noise_info.magnitude if noise_info is not None else None
-    # the overall detectable drop beyond the tolerance and the noise floor (rule 2) and the significance-
-    # only one (compared with the tolerance for "can't tell"), from one simulation of the same runs
-    drops = (
-        minimum_detectable_drops(
-            [b.counts[i] for i in valid],
-            alpha=policy.alpha,
-            power=policy.power,
-            seed=policy.seed,
-            beyond=(max(policy.tolerance.overall, known or 0.0), 0.0),
-        )
-        if valid
-        else [None, None]
-    )
-    overall = _rate_group(
-        "overall", valid, b.counts, h.counts, None, policy, known_noise=known, detectable=(drops[0],)
-    )
     cats = _categories(scenarios, valid)
     nc = n.counts if n is not None else None
-    categories = _holm_rates(
-        [_rate_group(name, ids, b.counts, h.counts, nc, policy, len(cats)) for name, ids in cats.items()]
+    # the categories' tests and detectable drops on a second thread while this one does the rest
+    category_rates = _Background(
+        lambda: [
+            _rate_group(name, ids, b.counts, h.counts, nc, policy, len(cats)) for name, ids in cats.items()
+        ]
     )
+    try:
+        # the overall detectable drop beyond the tolerance and the noise floor (rule 2) and the
+        # significance-only one (compared with the tolerance for "can't tell"), from one simulation
+        drops = (
+            minimum_detectable_drops(
+                [b.counts[i] for i in valid],
+                alpha=policy.alpha,
+                power=policy.power,
+                seed=policy.seed,
+                beyond=(max(policy.tolerance.overall, known or 0.0), 0.0),
+            )
+            if valid
+            else [None, None]
+        )
+        overall = _rate_group(
+            "overall", valid, b.counts, h.counts, None, policy, known_noise=known, detectable=(drops[0],)
+        )
+        try:
+            guardrails, errors = _guardrails(b, h, n, scenarios, conf)
+            graded = _graded(b, h, n, valid, cats, policy)
+        except Exception:
+            category_rates.value()  # the categories come first: their error is the one to report
+            raise
+    finally:
+        category_rates.join()
+    categories = _holm_rates(category_rates.value())
     mdd = drops[1]
-    guardrails, errors = _guardrails(b, h, n, scenarios, conf)
     return Comparison(
         baseline=b.ref(),
         candidate=h.ref(),
@@ -476,9 +491,43 @@ def compare_runs(
         flaky_noise_share=flaky_share,
         overall=overall,
         categories=categories,
-        graded=_graded(b, h, n, valid, cats, policy),
+        graded=graded,
         guardrails=guardrails,
         errors=errors,
         scenarios=scenarios,
         problems=problems,
     )
+
+
+class _Background(Generic[_T]):
+    """``compute()`` on a thread of its own, started at once; :meth:`value` waits for it (or raises).
+
+    The gate's statistics are numpy work that releases the GIL for most of its time: on a second thread
+    they use a second core. Each group's simulation has a generator of its own (seeded by the policy), so
+    the values are those computed one after the other.
+    """
+
+    def __init__(self, compute: Callable[[], _T]) -> None:
+        self._compute = compute
+        self._outcome: tuple[bool, Any] | None = None
+        self._thread = threading.Thread(target=self._run, name="replaygate-gate", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._outcome = (True, self._compute())
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread by value()
+            self._outcome = (False, exc)
+
+    def join(self) -> None:
+        """Wait until ``compute()`` returned or raised."""
+        self._thread.join()
+
+    def value(self) -> _T:
+        """What ``compute()`` returned (its error raised here)."""
+        self._thread.join()
+        assert self._outcome is not None
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return cast(_T, value)

@@ -1,0 +1,123 @@
+"""The categories' statistics run on a second thread: the same comparison, the same errors, no thread left.
+
+``compare_runs`` tests the categories on a thread of their own while it tests the overall group (numpy
+releases the GIL, so a second core does them). Here ``_Background`` is swapped for one that computes at
+once on the caller's thread, the order the comparison was made in before: everything must come out the
+same, and an error must be the one the one-after-the-other order raises first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from replaygate.gate import Policy, _compare, compare_runs
+
+
+class _AtOnce:
+    """``_Background`` without a thread: ``compute()`` runs when made, on the caller's thread."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        try:
+            self._outcome: tuple[bool, Any] = (True, compute())
+        except Exception as exc:  # noqa: BLE001 - raised by value(), as the thread's would be
+            self._outcome = (False, exc)
+
+    def join(self) -> None:
+        pass
+
+    def value(self) -> Any:
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return value
+
+
+_POLICY = Policy(n_resamples=500)
+
+
+def _runs(f: Any) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(5)
+    k = 6
+    tags = lambda i: {"dimension": ("refunds", "booking", "login")[i % 3], "risk": "high" if i % 4 else "low"}  # noqa: E731
+    base = f.run(rng.binomial(k, 0.9, 60).tolist(), run_id="b", k=k, tags=tags)
+    head = f.run(rng.binomial(k, 0.8, 60).tolist(), run_id="h", k=k, tags=tags)
+    noise = f.run(rng.binomial(k, 0.9, 60).tolist(), run_id="b2", k=k, tags=tags)
+    return base, head, noise
+
+
+def _gate_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "replaygate-gate"]
+
+
+def test_the_comparison_is_the_one_made_on_one_thread(f, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, head, noise = _runs(f)
+    threaded = compare_runs(base, head, noise, _POLICY)
+    assert not _gate_threads()
+    monkeypatch.setattr(_compare, "_Background", _AtOnce)
+    one_thread = compare_runs(base, head, noise, _POLICY)
+    assert threaded.model_dump() == one_thread.model_dump()
+    names = [g.name for g in threaded.categories]
+    assert len(names) == 5 and all(g.detectable_drop is not None for g in threaded.categories[:3])
+    adjusted = [g.p_adjusted for g in threaded.categories]
+    assert all(a is not None for a in adjusted) and adjusted != [g.p_value for g in threaded.categories]
+
+
+def test_a_category_that_fails_fails_the_comparison(f, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, head, noise = _runs(f)
+    real = _compare.minimum_detectable_drop  # the categories' (the overall group simulates its own)
+
+    def failing(counts: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(counts) == 20:  # each dimension=... category (not the overall group, nor risk=...)
+            raise ValueError("category simulation failed")
+        return real(counts, *args, **kwargs)
+
+    monkeypatch.setattr(_compare, "minimum_detectable_drop", failing)
+    with pytest.raises(ValueError, match="category simulation failed"):
+        compare_runs(base, head, noise, _POLICY)
+    assert not _gate_threads()
+
+
+def test_the_categories_error_comes_before_the_guardrails(f, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, head, noise = _runs(f)
+
+    def failing_category(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("category first")
+
+    def failing_guardrails(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guardrails second")
+
+    monkeypatch.setattr(_compare, "minimum_detectable_drop", failing_category)
+    monkeypatch.setattr(_compare, "_guardrails", failing_guardrails)
+    with pytest.raises(ValueError, match="category first"):
+        compare_runs(base, head, noise, _POLICY)
+    monkeypatch.setattr(_compare, "minimum_detectable_drop", lambda *a, **k: 0.05)
+    with pytest.raises(RuntimeError, match="guardrails second"):
+        compare_runs(base, head, noise, _POLICY)
+    assert not _gate_threads()
+
+
+def test_the_overall_groups_error_is_raised_once_the_thread_is_done(
+    f, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, head, noise = _runs(f)
+    started = threading.Event()
+    real = _compare._rate_group
+
+    def slow_category(name: str, *args: Any, **kwargs: Any) -> Any:
+        started.set()
+        return real(name, *args, **kwargs)
+
+    def failing_overall(*args: Any, **kwargs: Any) -> Any:
+        assert started.wait(10)
+        raise ValueError("overall failed")
+
+    monkeypatch.setattr(_compare, "_rate_group", slow_category)
+    monkeypatch.setattr(_compare, "minimum_detectable_drops", failing_overall)
+    with pytest.raises(ValueError, match="overall failed"):
+        compare_runs(base, head, noise, _POLICY)
+    assert not _gate_threads()
