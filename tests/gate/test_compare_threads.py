@@ -1,15 +1,15 @@
-"""The categories' statistics run on a second thread: the same comparison, the same errors, no thread left.
+"""The categories' statistics run on two threads: the same comparison, the same errors, no thread left.
 
-``compare_runs`` tests the categories on a thread of their own while it tests the overall group (numpy
-releases the GIL, so a second core does them). Here ``_Background`` is swapped for one that computes at
-once on the caller's thread, the order the comparison was made in before: everything must come out the
-same, and an error must be the one the one-after-the-other order raises first.
+``compare_runs`` tests the categories (and the guardrails and graded scores) on a second thread while it
+tests the overall group, then on both (numpy releases the GIL, so two cores do them). Here ``_Shared`` is
+swapped for one that computes each task in order on the caller's thread, the order the comparison was
+made in before: everything must come out the same, and an error must be the one that order raises first.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,23 +18,18 @@ import pytest
 from replaygate.gate import Policy, _compare, compare_runs
 
 
-class _AtOnce:
-    """``_Background`` without a thread: ``compute()`` runs when made, on the caller's thread."""
+class _OneThread:
+    """``_Shared`` without a thread: the tasks run in order when their values are asked for, on the caller's
+    thread, after the overall group (the order of the comparison made one step after the other)."""
 
-    def __init__(self, compute: Callable[[], Any]) -> None:
-        try:
-            self._outcome: tuple[bool, Any] = (True, compute())
-        except Exception as exc:  # noqa: BLE001 - raised by value(), as the thread's would be
-            self._outcome = (False, exc)
+    def __init__(self, tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> None:
+        self._tasks = tasks
 
-    def join(self) -> None:
+    def stop(self) -> None:
         pass
 
-    def value(self) -> Any:
-        ok, value = self._outcome
-        if not ok:
-            raise value
-        return value
+    def values(self) -> list[Any]:
+        return [task() for task in self._tasks]
 
 
 _POLICY = Policy(n_resamples=500)
@@ -56,9 +51,18 @@ def _gate_threads() -> list[threading.Thread]:
 
 def test_the_comparison_is_the_one_made_on_one_thread(f, monkeypatch: pytest.MonkeyPatch) -> None:
     base, head, noise = _runs(f)
+    ran_on: list[str] = []
+    real = _compare._rate_group
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        ran_on.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_compare, "_rate_group", recorded)
     threaded = compare_runs(base, head, noise, _POLICY)
+    assert "replaygate-gate" in ran_on and len(ran_on) == 6  # the overall group and five categories
     assert not _gate_threads()
-    monkeypatch.setattr(_compare, "_Background", _AtOnce)
+    monkeypatch.setattr(_compare, "_Shared", _OneThread)
     one_thread = compare_runs(base, head, noise, _POLICY)
     assert threaded.model_dump() == one_thread.model_dump()
     names = [g.name for g in threaded.categories]

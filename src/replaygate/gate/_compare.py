@@ -9,10 +9,12 @@ detect.
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any
 
 from replaygate.replay import MeasureColumns, RunFile, ScenarioEntry, guardrail_measures_columns
 
@@ -48,7 +50,6 @@ from replaygate.stats import (
 __all__ = ["check_comparable", "compare_runs"]
 
 Counts = tuple[int, int]
-_T = TypeVar("_T")
 
 
 def check_comparable(
@@ -443,11 +444,19 @@ def compare_runs(
     known = noise_info.magnitude if noise_info is not None else None
     cats = _categories(scenarios, valid)
     nc = n.counts if n is not None else None
-    # the categories' tests and detectable drops on a second thread while this one does the rest
-    category_rates = _Background(
-        lambda: [
-            _rate_group(name, ids, b.counts, h.counts, nc, policy, len(cats)) for name, ids in cats.items()
-        ]
+    # the categories' tests and detectable drops, the guardrails and the graded scores: on a second thread
+    # from now on, and on this one too once it has tested the overall group (the biggest groups first)
+    sizes = [len(ids) for ids in cats.values()]
+    later = _Shared(
+        [
+            *(
+                functools.partial(_rate_group, name, ids, b.counts, h.counts, nc, policy, len(cats))
+                for name, ids in cats.items()
+            ),
+            functools.partial(_guardrails, b, h, n, scenarios, conf),
+            functools.partial(_graded, b, h, n, valid, cats, policy),
+        ],
+        first=sorted(range(len(sizes)), key=lambda at: -sizes[at]),
     )
     try:
         # the overall detectable drop beyond the tolerance and the noise floor (rule 2) and the
@@ -466,15 +475,11 @@ def compare_runs(
         overall = _rate_group(
             "overall", valid, b.counts, h.counts, None, policy, known_noise=known, detectable=(drops[0],)
         )
-        try:
-            guardrails, errors = _guardrails(b, h, n, scenarios, conf)
-            graded = _graded(b, h, n, valid, cats, policy)
-        except Exception:
-            category_rates.value()  # the categories come first: their error is the one to report
-            raise
-    finally:
-        category_rates.join()
-    categories = _holm_rates(category_rates.value())
+    except BaseException:
+        later.stop()
+        raise
+    *rates, (guardrails, errors), graded = later.values()
+    categories = _holm_rates(rates)
     mdd = drops[1]
     return Comparison(
         baseline=b.ref(),
@@ -499,35 +504,51 @@ def compare_runs(
     )
 
 
-class _Background(Generic[_T]):
-    """``compute()`` on a thread of its own, started at once; :meth:`value` waits for it (or raises).
+class _Shared:
+    """Tasks done by two threads: a second one, started at once, and the caller's once it calls values().
 
-    The gate's statistics are numpy work that releases the GIL for most of its time: on a second thread
-    they use a second core. Each group's simulation has a generator of its own (seeded by the policy), so
-    the values are those computed one after the other.
+    Each thread takes the next task not taken (those of ``first`` before the others, then in order) and
+    keeps its value in the task's place. The gate's statistics are numpy work that releases the GIL for
+    most of its time, so the two threads use two cores. Each group's simulation has a generator of its
+    own (seeded by the policy): the values are those computed one after the other, and so is the error
+    raised, the first task's (in order) that failed.
     """
 
-    def __init__(self, compute: Callable[[], _T]) -> None:
-        self._compute = compute
-        self._outcome: tuple[bool, Any] | None = None
-        self._thread = threading.Thread(target=self._run, name="replaygate-gate", daemon=True)
+    def __init__(self, tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> None:
+        self._tasks = tasks
+        taken_first = set(first)
+        self._todo = deque([*first, *(at for at in range(len(tasks)) if at not in taken_first)])
+        self._done: list[tuple[bool, Any] | None] = [None] * len(tasks)
+        self._thread = threading.Thread(target=self._take, name="replaygate-gate", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
+    def _take(self) -> None:
+        while True:
+            try:
+                at = self._todo.popleft()  # atomic: each task is taken by one thread
+            except IndexError:
+                return
+            try:
+                self._done[at] = (True, self._tasks[at]())
+            except BaseException as exc:  # noqa: BLE001 - raised by values(), in the tasks' order
+                self._done[at] = (False, exc)
+
+    def stop(self) -> None:
+        """Take no further task (the caller failed) and wait for the one the second thread is doing."""
+        self._todo.clear()
+        self._thread.join()
+
+    def values(self) -> list[Any]:
+        """Every task's value, in order, once both threads are done; raises the first task's error."""
         try:
-            self._outcome = (True, self._compute())
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread by value()
-            self._outcome = (False, exc)
-
-    def join(self) -> None:
-        """Wait until ``compute()`` returned or raised."""
-        self._thread.join()
-
-    def value(self) -> _T:
-        """What ``compute()`` returned (its error raised here)."""
-        self._thread.join()
-        assert self._outcome is not None
-        ok, value = self._outcome
-        if not ok:
-            raise value
-        return cast(_T, value)
+            self._take()
+        finally:
+            self._thread.join()
+        out = []
+        for done in self._done:
+            assert done is not None  # every task was taken by one of the two threads
+            ok, value = done
+            if not ok:
+                raise value
+            out.append(value)
+        return out

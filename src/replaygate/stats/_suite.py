@@ -111,7 +111,6 @@ def minimum_detectable_drops(
     half_step = 1.0 / (p.size * k_max)
     z_crit = norm_isf(alpha / 2)
     # what does not depend on the drop, computed once (the same values, so the same power)
-    xb_rate = xb / n
     big_n = 2 * n
     spread = big_n - n
     denominator = np.maximum(big_n - 1, 1)
@@ -132,7 +131,7 @@ def minimum_detectable_drops(
         for start in range(0, n_sims, _SIM_CHUNK):  # row by row as one array would (bounded temporaries)
             rows = slice(start, start + _SIM_CHUNK)
             xh = xh_all[rows]
-            delta = (xh / n - xb_rate[rows]).mean(axis=1)
+            delta = (xh / n - xb[rows] / n).mean(axis=1)  # the baseline's rates made here, not kept
             total = xb[rows] + xh
             frac = total / big_n
             var_x = n * frac * (1 - frac) * spread / denominator
