@@ -52,11 +52,16 @@ def _gate_threads() -> list[threading.Thread]:
 def test_the_comparison_is_the_one_made_on_one_thread(f, monkeypatch: pytest.MonkeyPatch) -> None:
     base, head, noise = _runs(f)
     ran_on: list[str] = []
+    on_second = threading.Event()
     real = _compare._rate_group
 
-    def recorded(*args: Any, **kwargs: Any) -> Any:
+    def recorded(name: str, *args: Any, **kwargs: Any) -> Any:
         ran_on.append(threading.current_thread().name)
-        return real(*args, **kwargs)
+        if threading.current_thread().name == "replaygate-gate":
+            on_second.set()
+        elif name == "overall":  # the second thread has taken a category before the overall group ends
+            assert on_second.wait(10)
+        return real(name, *args, **kwargs)
 
     monkeypatch.setattr(_compare, "_rate_group", recorded)
     threaded = compare_runs(base, head, noise, _POLICY)
@@ -124,4 +129,33 @@ def test_the_overall_groups_error_is_raised_once_the_thread_is_done(
     monkeypatch.setattr(_compare, "minimum_detectable_drops", failing_overall)
     with pytest.raises(ValueError, match="overall failed"):
         compare_runs(base, head, noise, _POLICY)
+    assert not _gate_threads()
+
+
+def test_ctrl_c_in_a_category_stops_the_work_at_once(f, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, head, noise = _runs(f)
+    real_rate, real_graded = _compare._rate_group, _compare._graded
+    main_took = threading.Event()
+    after: list[str] = []  # what the caller's thread did after its Ctrl-C
+
+    def interrupted(name: str, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "replaygate-gate":
+            assert main_took.wait(10)  # holds the second thread's first category: the caller takes one
+        elif name != "overall":
+            if main_took.is_set():
+                after.append(name)
+            main_took.set()
+            raise KeyboardInterrupt
+        return real_rate(name, *args, **kwargs)
+
+    def graded(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            after.append("graded")
+        return real_graded(*args, **kwargs)
+
+    monkeypatch.setattr(_compare, "_rate_group", interrupted)
+    monkeypatch.setattr(_compare, "_graded", graded)
+    with pytest.raises(KeyboardInterrupt):
+        compare_runs(base, head, noise, _POLICY)
+    assert main_took.is_set() and after == []
     assert not _gate_threads()

@@ -532,6 +532,9 @@ class _Shared:
                 self._done[at] = (True, self._tasks[at]())
             except BaseException as exc:  # noqa: BLE001 - raised by values(), in the tasks' order
                 self._done[at] = (False, exc)
+                if not isinstance(exc, Exception):  # Ctrl-C or an exit: no further task, and at once
+                    self._todo.clear()
+                    raise
 
     def stop(self) -> None:
         """Take no further task (the caller failed) and wait for the one the second thread is doing."""
@@ -544,6 +547,9 @@ class _Shared:
             self._take()
         finally:
             self._thread.join()
+        for done in self._done:  # a Ctrl-C or an exit stopped the work: it comes before any error
+            if done is not None and not done[0] and not isinstance(done[1], Exception):
+                raise done[1]
         out = []
         for done in self._done:
             assert done is not None  # every task was taken by one of the two threads
