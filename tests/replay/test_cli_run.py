@@ -284,3 +284,25 @@ def test_run_json_is_one_versioned_document_with_the_exit_code(
     run = load_run(project / "r.json")
     assert doc["run_id"] == run.run_id and doc["summary"]["errors"] == run.summary.errors > 0
     assert Path(doc["run_file"]) == Path("r.json") and "attempts errored" in err
+
+
+def test_a_run_refused_by_the_lock_moves_nothing_of_the_run_holding_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replaygate.replay import exclusive_lock
+
+    args = BASE + ["--target", "rg_cli_targets:good", "--tag", "risk=low", "--quiet", "--out", "live.json"]
+    assert cli(args) == 0
+    out, jpath = project / "live.json", journal_path(project / "live.json")
+    restore_journal(out)  # as if a run were still writing: its run file's journal beside it
+    before = {p.name: p.read_bytes() for p in (out, jpath)}
+    capsys.readouterr()
+    with exclusive_lock(project / "live.json.lock", wait_s=0, what="the live run"):
+        assert cli(args + ["--force"]) == 3
+        assert "being written by another process" in capsys.readouterr().err
+        jpath.unlink()  # a finished run's journal is removed; --resume would restore it from the run file
+        assert cli(args + ["--resume"]) == 3
+        assert "being written by another process" in capsys.readouterr().err
+    assert not jpath.exists()  # not restored while another process held the lock
+    assert out.read_bytes() == before["live.json"]
+    assert not (project / "live.json.bak").exists() and not (project / "live.json.journal.bak").exists()

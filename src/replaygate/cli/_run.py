@@ -55,6 +55,7 @@ from replaygate.replay import (
     create_judges,
     create_simulator,
     error_lines,
+    exclusive_lock,
     journal_path,
     judge_identity,
     judges_from_fingerprint,
@@ -316,8 +317,12 @@ def run_cmd(
     policy = _load_policy(policy_path)
     out_path = Path(out) if out is not None else _default_out()
     jpath = journal_path(out_path)
+    # Files beside the run file are moved only while holding its lock, as a run holds it while it writes
+    # them: a second command into the same --out is refused before it touches a live run's journal.
+    lock = out_path.with_name(out_path.name + ".lock")
     if resume and not jpath.exists() and out_path.exists():  # a completed run removed its journal
-        restore_journal(out_path)
+        with exclusive_lock(lock, wait_s=0, what=f"the run file {out_path}"):
+            restore_journal(out_path)
     judges = _judges(judge_kind, judge_model, judge_base_url, judge_timeout, jpath if resume else None)
     simulator = create_simulator(
         simulator_kind,
@@ -328,9 +333,10 @@ def run_cmd(
         seed=seed,
     )
     if not resume:  # nothing replaced silently: an old run file or journal needs --force (kept as .bak)
-        hint = f", or --resume to continue the run journaled at {jpath}" if jpath.exists() else ""
-        keep_or_refuse(out_path, force=force, what="run file", hint=hint)
-        kept = keep_or_refuse(jpath, force=force, what="run journal", hint=" (or --resume to continue it)")
+        with exclusive_lock(lock, wait_s=0, what=f"the run file {out_path}"):
+            hint = f", or --resume to continue the run journaled at {jpath}" if jpath.exists() else ""
+            keep_or_refuse(out_path, force=force, what="run file", hint=hint)
+            kept = keep_or_refuse(jpath, force=force, what="run journal", hint=" (or --resume to continue it)")
         if kept is not None:
             click.echo(f"note: starting a new run; the old journal is kept as {kept}", err=True)
     if not quiet and not resume:
