@@ -173,6 +173,39 @@ def test_instrumentation_fault_is_counted_not_raised(monkeypatch: pytest.MonkeyP
     ri.shutdown(timeout=1)
 
 
+class _BadInt:
+    def __int__(self) -> int:
+        raise RuntimeError("no int here")
+
+
+@pytest.mark.parametrize(
+    ("tokens_in", "tokens_out"),
+    [("many", -1), (1.5, float("nan")), (object(), "2 tokens"), (_BadInt(), -3), (True, float("inf"))],
+)
+def test_counts_that_are_not_counts_are_faults_never_the_agents_error(tokens_in: Any, tokens_out: Any) -> None:
+    memory = InMemorySpanExporter()
+    _configure(memory)
+    before = ri.health()["instrumentation_faults"]
+
+    @ri.trace_agent
+    def agent(message: str) -> str:
+        with ri.llm_call("gpt-4o-mini", provider="openai") as llm:
+            llm.set_usage(input_tokens=tokens_in, output_tokens=tokens_out)
+            llm.set_usage(input_tokens="812", output_tokens=None)  # a numeric string is a count
+        with ri.retrieval("q") as r:
+            r.record([{"id": "d1", "text": "x"}], filtered=tokens_in)
+        return "ok"
+
+    assert agent("hi") == "ok"
+    ri.shutdown(timeout=2)
+    assert ri.health()["instrumentation_faults"] - before == 3  # input, output, filtered
+    (llm,) = [s for s in memory.get_finished_spans() if s.name.startswith("chat")]
+    assert (llm.attributes or {})[sc.USAGE_INPUT_TOKENS] == 812  # no made-up number from the bad values
+    assert sc.USAGE_OUTPUT_TOKENS not in (llm.attributes or {})
+    (ret,) = [s for s in memory.get_finished_spans() if s.name.startswith("retrieval")]
+    assert sc.RG_RETRIEVAL_FILTERED not in (ret.attributes or {})
+
+
 def test_cancelled_agent_is_not_a_failure() -> None:
     memory = InMemorySpanExporter()
     _configure(memory)

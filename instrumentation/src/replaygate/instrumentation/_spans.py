@@ -106,6 +106,26 @@ def _float_or_none(value: Any) -> float | None:
         return None
 
 
+def _count_or_none(value: Any, where: str) -> int | None:
+    """A count the agent reported (tokens, filtered chunks) as an int; one that is not a count is a fault.
+
+    The attribute is left out (None: not reported) and the fault counted in ``health()``: an agent's bad
+    value never reaches the agent as an exception, and no made-up number is recorded.
+    """
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError("not a whole number")
+        count = int(value)
+        if count < 0:
+            raise ValueError("negative")
+    except Exception as exc:  # noqa: BLE001 - whatever the value's __int__ raises stays here
+        fault(where, exc)
+        return None
+    return count
+
+
 def normalize_documents(documents: Iterable[Any], max_chars: int) -> list[dict[str, Any]]:
     """Documents as dicts ``{id, score, content, metadata, rank}`` (rank from 1), from dicts or objects."""
     out: list[dict[str, Any]] = []
@@ -144,7 +164,9 @@ def _document_attributes(documents: Iterable[Any], filtered: int | None) -> dict
         if "metadata" in doc:
             attrs[sc.oi_document(i, sc.OI_DOCUMENT_METADATA)] = to_json(doc["metadata"])
     if filtered is not None:
-        attrs[sc.RG_RETRIEVAL_FILTERED] = int(filtered)
+        count = _count_or_none(filtered, "the retrieval's filtered count")
+        if count is not None:
+            attrs[sc.RG_RETRIEVAL_FILTERED] = count
     return attrs
 
 
@@ -257,12 +279,16 @@ class LlmHandle(_Handle):
 
     def set_usage(self, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
         """Record token counts (None when the provider did not report them)."""
+        if self.span is None:
+            return
+        tokens_in = _count_or_none(input_tokens, "set_usage(input_tokens=...)")
+        tokens_out = _count_or_none(output_tokens, "set_usage(output_tokens=...)")
         self._set(
             {
-                sc.USAGE_INPUT_TOKENS: None if input_tokens is None else int(input_tokens),
-                sc.USAGE_OUTPUT_TOKENS: None if output_tokens is None else int(output_tokens),
-                sc.OI_TOKEN_PROMPT: None if input_tokens is None else int(input_tokens),
-                sc.OI_TOKEN_COMPLETION: None if output_tokens is None else int(output_tokens),
+                sc.USAGE_INPUT_TOKENS: tokens_in,
+                sc.USAGE_OUTPUT_TOKENS: tokens_out,
+                sc.OI_TOKEN_PROMPT: tokens_in,
+                sc.OI_TOKEN_COMPLETION: tokens_out,
             }
         )
 
