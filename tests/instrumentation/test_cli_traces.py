@@ -192,3 +192,8 @@ def test_parse_since() -> None:
     assert _traces.parse_since("2026-11-29T11:00", now) == noon_ns - hour_ns
     with pytest.raises(click.BadParameter):
         _traces.parse_since("last week", now)
+    # a duration reaching back before 1970 means every trace (it used to raise OverflowError)
+    assert _traces.parse_since("1000000d", now) == 0
+    assert _traces.parse_since("99999999999d", now) == 0
+    assert _traces.parse_since("9" * 400 + "w", now) == 0
+    assert _traces.parse_since("20000d", now) == noon_ns - 20000 * 24 * hour_ns

@@ -76,11 +76,17 @@ class StoreDataError(click.ClickException):
 
 
 def parse_since(text: str, now: datetime | None = None) -> int:
-    """Turn ``30m``, ``2h``, ``1d``, ``1w`` (ago) or an ISO-8601 time (naive = UTC) into epoch ns."""
+    """Turn ``30m``, ``2h``, ``1d``, ``1w`` (ago) or an ISO-8601 time (naive = UTC) into epoch ns.
+
+    A duration longer than the time since 1970 (``100000d``) means every trace: 0.
+    """
     now = now or datetime.now(UTC)
     match = _SINCE.match(text)
     if match:
-        moment = now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+        if seconds >= now.timestamp():  # reaches back before 1970: every trace (none is older)
+            return 0
+        moment = now - timedelta(seconds=seconds)
     else:
         try:
             moment = datetime.fromisoformat(text.strip())
