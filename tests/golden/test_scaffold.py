@@ -98,3 +98,28 @@ def test_lint_without_a_lock_checks_the_scenarios_and_says_how_to_create_it(
     assert run(capsys, "scenarios", "lock", "--golden", str(golden))[0] == 0
     code, out, _ = run(capsys, "scenarios", "lint", "--golden", str(golden))
     assert code == 0 and "no golden.lock" not in out
+
+
+def test_written_files_get_the_mode_open_would_give_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from replaygate.replay import write_atomic
+
+    golden = tmp_path / "golden"
+    old = os.umask(0o022)
+    try:
+        code, _, _ = run(capsys, "scenarios", "new", "mode-001", "--golden", str(golden), "--owner", "bob")
+        assert code == 0
+        code, out, err = run(capsys, "scenarios", "lock", "--golden", str(golden))  # golden.lock, atomically
+        assert code == 0, out + err
+        scenario = golden / "mode-001.yaml"
+        assert scenario.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600: teammates and CI read it
+        assert (golden / "golden.lock").stat().st_mode & 0o777 == 0o644
+        scenario.chmod(0o664)
+        os.replace(write_atomic(scenario, scenario.read_text(encoding="utf-8")), scenario)  # keeps its mode
+        assert scenario.stat().st_mode & 0o777 == 0o664
+        assert not [p for p in golden.iterdir() if p.name.endswith(".tmp")]
+    finally:
+        os.umask(old)

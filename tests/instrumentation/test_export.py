@@ -182,7 +182,7 @@ class _BadInt:
     ("tokens_in", "tokens_out"),
     [("many", -1), (1.5, float("nan")), (object(), "2 tokens"), (_BadInt(), -3), (True, float("inf"))],
 )
-def test_counts_that_are_not_counts_are_faults_never_the_agents_error(tokens_in: Any, tokens_out: Any) -> None:
+def test_bad_counts_are_faults_never_the_agents_error(tokens_in: Any, tokens_out: Any) -> None:
     memory = InMemorySpanExporter()
     _configure(memory)
     before = ri.health()["instrumentation_faults"]

@@ -336,7 +336,8 @@ def run_cmd(
         with exclusive_lock(lock, wait_s=0, what=f"the run file {out_path}"):
             hint = f", or --resume to continue the run journaled at {jpath}" if jpath.exists() else ""
             keep_or_refuse(out_path, force=force, what="run file", hint=hint)
-            kept = keep_or_refuse(jpath, force=force, what="run journal", hint=" (or --resume to continue it)")
+            again = " (or --resume to continue it)"
+            kept = keep_or_refuse(jpath, force=force, what="run journal", hint=again)
         if kept is not None:
             click.echo(f"note: starting a new run; the old journal is kept as {kept}", err=True)
     if not quiet and not resume:

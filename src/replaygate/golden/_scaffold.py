@@ -10,10 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import tempfile
 from pathlib import Path
 
-from replaygate.replay import ID_PATTERN, ORIGINS, parse_scenario
+from replaygate.replay import ID_PATTERN, ORIGINS, parse_scenario, write_atomic
 
 from replaygate.golden._errors import GoldenError
 from replaygate.golden._goldenset import GoldenSet
@@ -114,17 +113,16 @@ def create_scenario_file(golden: GoldenSet, scenario_id: str, text: str) -> Path
     if existing.exists():
         raise GoldenError(f"{existing}: scenario {scenario_id} exists already; pick another id")
     golden.path.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=golden.path, prefix=f".{scenario_id}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        tmp = write_atomic(existing, text)  # the mode a new file gets (mkstemp's 0600 would hide it)
+    except OSError as exc:
+        raise GoldenError(f"{existing}: cannot write the scenario ({exc.strerror or exc})") from None
+    try:
         os.link(tmp, existing)  # fails when the file appeared meanwhile: never overwrites
     except FileExistsError:
         raise GoldenError(f"{existing}: scenario {scenario_id} exists already; pick another id") from None
     except OSError as exc:
         raise GoldenError(f"{existing}: cannot write the scenario ({exc.strerror or exc})") from None
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
     return existing

@@ -415,15 +415,42 @@ def save_run(
     return save_atomic(Path(path), dump_run(run, serialized, trust_digest=trust_digest))
 
 
+_UMASK: list[int] = []
+
+
+def _umask() -> int:
+    """The process's umask, read once (from /proc where it can be read without changing it)."""
+    if not _UMASK:
+        try:
+            status = Path("/proc/self/status").read_text().splitlines()
+            line = next(x for x in status if x.startswith("Umask:"))
+            _UMASK.append(int(line.split()[1], 8))
+        except (OSError, StopIteration, ValueError, IndexError):
+            mask = os.umask(0o022)
+            os.umask(mask)
+            _UMASK.append(mask)
+    return _UMASK[0]
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a replaced file keeps, or a new file gets (``open()``'s: 0666 less the umask)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 def write_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to a temporary file beside ``path``, fsync, and return the temporary path.
 
     The caller renames it into place (``os.replace``) — so several files can be prepared before any is
-    replaced — and removes it on failure.
+    replaced — and removes it on failure. The file gets the mode of the file it replaces, or, for a new
+    file, the mode ``open()`` would give it (0666 less the umask).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _file_mode(path))  # mkstemp's 0600 would hide the file from teammates and CI
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
