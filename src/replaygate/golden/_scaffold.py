@@ -113,16 +113,15 @@ def create_scenario_file(golden: GoldenSet, scenario_id: str, text: str) -> Path
     if existing.exists():
         raise GoldenError(f"{existing}: scenario {scenario_id} exists already; pick another id")
     golden.path.mkdir(parents=True, exist_ok=True)
+    tmp: Path | None = None
     try:
         tmp = write_atomic(existing, text)  # the mode a new file gets (mkstemp's 0600 would hide it)
-    except OSError as exc:
-        raise GoldenError(f"{existing}: cannot write the scenario ({exc.strerror or exc})") from None
-    try:
         os.link(tmp, existing)  # fails when the file appeared meanwhile: never overwrites
     except FileExistsError:
         raise GoldenError(f"{existing}: scenario {scenario_id} exists already; pick another id") from None
     except OSError as exc:
         raise GoldenError(f"{existing}: cannot write the scenario ({exc.strerror or exc})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     return existing

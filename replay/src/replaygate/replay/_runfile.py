@@ -415,27 +415,21 @@ def save_run(
     return save_atomic(Path(path), dump_run(run, serialized, trust_digest=trust_digest))
 
 
-_UMASK: list[int] = []
-
-
 def _umask() -> int:
-    """The process's umask, read once (from /proc where it can be read without changing it)."""
-    if not _UMASK:
-        try:
-            status = Path("/proc/self/status").read_text().splitlines()
-            line = next(x for x in status if x.startswith("Umask:"))
-            _UMASK.append(int(line.split()[1], 8))
-        except (OSError, StopIteration, ValueError, IndexError):
-            mask = os.umask(0o022)
-            os.umask(mask)
-            _UMASK.append(mask)
-    return _UMASK[0]
+    """The process's umask now (read from /proc, which does not change it; else set and restored)."""
+    try:
+        status = Path("/proc/self/status").read_text().splitlines()
+        return int(next(x for x in status if x.startswith("Umask:")).split()[1], 8)
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 def _file_mode(path: Path) -> int:
     """The mode a replaced file keeps, or a new file gets (``open()``'s: 0666 less the umask)."""
     try:
-        return path.stat().st_mode & 0o7777
+        return path.stat().st_mode & 0o777
     except OSError:
         return 0o666 & ~_umask()
 
