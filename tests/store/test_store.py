@@ -107,7 +107,7 @@ def test_audit_is_append_only(store_url) -> None:
 def test_schema_versions_and_newer_store_refused(store_url) -> None:
     store = Store(store_url)
     with store.read() as conn:
-        assert versions(conn) == (4, 2)
+        assert versions(conn) == (4, 3)
     with store.write() as conn:
         conn.execute(text("UPDATE store_schema SET version = 99"))
     store.close()
@@ -151,7 +151,7 @@ def test_a_version_1_sqlite_store_is_migrated_and_backfilled(tmp_path) -> None:
     conn.close()
     with TraceStore(path) as store:
         with store.store.read() as c:
-            assert versions(c) == (4, 2)
+            assert versions(c) == (4, 3)
             assert sorted(c.execute(text("SELECT empty FROM trace_traces")).scalars()) == [0, 1]
         assert len(store.failures(reasons=["empty_answer"])) == 1
 
@@ -179,7 +179,7 @@ def test_a_version_2_store_gets_the_canary_index(store_url) -> None:
     store = Store(store_url)
     try:
         with store.read() as conn:
-            assert versions(conn) == (4, 2)
+            assert versions(conn) == (4, 3)
             names = {i["name"] for i in inspect(conn).get_indexes("trace_traces")}
         assert "trace_traces_by_arm" in names and "trace_traces_by_variant" not in names
     finally:
@@ -245,7 +245,7 @@ def test_a_version_3_sqlite_store_keeps_its_spans_in_the_v4_layout(tmp_path) -> 
     conn.close()
     with TraceStore(path) as store:
         with store.store.read() as c:
-            assert versions(c) == (4, 2)
+            assert versions(c) == (4, 3)
         store.write_spans(records)  # the same spans again: replaced, not duplicated
     conn = sqlite3.connect(path)
     assert "WITHOUT ROWID" not in conn.execute(layout).fetchone()[0]

@@ -101,6 +101,10 @@ def test_releaser_start_widen_disabled_rollback(env: Any, helpers: Any) -> None:
     page = client.get("/").get_data(as_text=True)
     assert 'id="state">canary 10% (step 1 of 3)' in page
     assert "gate passed &lt;b&gt;bold&lt;/b&gt;" in page  # decision reason escaped
+    # the page judges the rollout by the tolerances its start recorded, and says whose they are
+    assert env.controller.state().policy == env.controller.policy
+    measures = client.get("/measures").get_data(as_text=True)
+    assert f'id="policy-source">{env.controller.policy.describe()}</span>, recorded when this' in measures
     assert 'id="widen" disabled' in page and "not enough traffic yet" in page
     response = client.post("/rollout/widen", data={"csrf_token": helpers.csrf(page)}, follow_redirects=True)
     assert "widen refused: say why" in response.get_data(as_text=True)  # a widen needs a reason

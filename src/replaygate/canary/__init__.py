@@ -59,6 +59,7 @@ from replaygate.canary._measures import (
 from replaygate.canary._outlook import StepOutlook, step_outlook
 from replaygate.canary._samples import sample_from_trace
 from replaygate.canary._store import AuditEntry, CanaryStore
+from replaygate.canary._tolerances import BUILT_IN, CanaryPolicy
 
 if TYPE_CHECKING:
     from replaygate.canary._simulate import SimulationReport, TrafficProfile, simulate_live_traffic
@@ -92,6 +93,8 @@ __all__ = [
     "Evidence",
     "EvidenceSettings",
     "Limit",
+    "BUILT_IN",
+    "CanaryPolicy",
     "LiveMeasures",
     "MEASURES",
     "METHOD",

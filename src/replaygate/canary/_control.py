@@ -45,7 +45,8 @@ from replaygate.canary._measures import (
 from replaygate.canary._outlook import StepOutlook, step_outlook
 from replaygate.canary._samples import calls_cost, groundedness_of, groundedness_scores, sample_from_trace
 from replaygate.canary._store import CanaryStore
-from replaygate.gate import DecisionStore, SignedDecision, load_policy
+from replaygate.canary._tolerances import BUILT_IN, CanaryPolicy
+from replaygate.gate import DecisionStore, SignedDecision, load_policy, policy_hash
 from replaygate.store import TraceStore
 
 __all__ = [
@@ -113,6 +114,8 @@ class CanaryStatus:
     series: tuple[SeriesPoint, ...] = ()
     notes: tuple[str, ...] = ()
     outlook: StepOutlook | None = None
+    #: The tolerances and ``max_hold`` this status was judged by (None when idle).
+    policy: CanaryPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,14 @@ def decision_config_ids(decision: SignedDecision) -> tuple[str | None, str | Non
 
 
 class CanaryController:
-    """Drives one store's canary: every action is audited; widen and promote need evidence."""
+    """Drives one store's canary: every action is audited; widen and promote need evidence.
+
+    A rollout is judged by the tolerances and ``max_hold`` recorded when it started (:attr:`policy` is
+    what ``start`` records: the policy given to this controller, else the built-in defaults). A different
+    policy given while a canary runs is refused by ``widen`` and ``promote`` (:meth:`policy_conflict`);
+    ``status`` and ``check`` judge by the recorded one and say so, so an automatic rollback never waits on
+    a configuration mistake.
+    """
 
     def __init__(
         self,
@@ -148,6 +158,7 @@ class CanaryController:
         tolerances: dict[str, Limit] | None = None,
         settings: CanarySettings | None = None,
         clock: Callable[[], int] = time.time_ns,
+        policy: CanaryPolicy | None = None,
     ) -> None:
         self.store = store
         self.traces = traces
@@ -157,6 +168,11 @@ class CanaryController:
         self.tolerances = tolerances if tolerances is not None else tolerances_from_policy(None)
         self.settings = settings or CanarySettings()
         self.clock = clock
+        #: What ``start`` records; ``explicit``: given (a policy file or tolerances), not the defaults.
+        self.policy = policy or CanaryPolicy.of(
+            self.tolerances, self.settings.max_hold_s, "the given tolerances" if tolerances else BUILT_IN
+        )
+        self.explicit_policy = policy is not None or tolerances is not None
 
     @classmethod
     def open(
@@ -170,12 +186,13 @@ class CanaryController:
         canary = CanaryStore(store)
         traces = TraceStore(canary.store)
         decisions: DecisionSource | None = DecisionStore(canary.store)
-        tolerances = None
+        tolerances, recorded = None, None
         if policy is not None:
             loaded = load_policy(policy)
             tolerances = tolerances_from_policy(loaded)
             settings = replace(settings or CanarySettings(), max_hold_s=loaded.max_hold)
-        return cls(canary, traces, decisions, tolerances=tolerances, settings=settings)
+            recorded = CanaryPolicy.of(tolerances, loaded.max_hold, os.fspath(policy), policy_hash(loaded))
+        return cls(canary, traces, decisions, tolerances=tolerances, settings=settings, policy=recorded)
 
     def close(self) -> None:
         """Close the stores this controller holds (those that can be closed)."""
@@ -189,6 +206,45 @@ class CanaryController:
     def state(self) -> RolloutState:
         """The current rollout."""
         return self.store.load()
+
+    def policy_for(self, state: RolloutState) -> CanaryPolicy:
+        """The tolerances and ``max_hold`` a rollout is judged by: those it recorded, else this controller's.
+
+        A rollout started before replaygate recorded them (or whose record cannot be read) has none.
+        """
+        return state.policy if state.policy is not None else self.policy
+
+    def policy_conflict(self, state: RolloutState) -> str | None:
+        """Why the policy given to this controller cannot judge the running canary (None: it can)."""
+        if state.status != "canary":
+            return None
+        if state.policy_error is not None:
+            return (
+                f"{state.policy_error}; its tolerances are unknown: roll the canary back and start it again"
+            )
+        if state.policy is None or not self.explicit_policy or state.policy.same_lines(self.policy):
+            return None
+        changes = "; ".join(state.policy.differences(self.policy))
+        return (
+            f"canary {state.rollout_id} runs under the tolerances it started with, from "
+            f"{state.policy.describe()}; {self.policy.describe()} differs ({changes}). Leave out --policy to "
+            "judge it by its own, or roll it back and start a new canary with the new policy"
+        )
+
+    def _policy_notes(self, state: RolloutState) -> list[str]:
+        if state.status == "idle":
+            return []
+        if state.policy_error is not None:
+            return [f"{state.policy_error}: judged by {self.policy.describe()} instead"]
+        if state.policy is None:
+            return [
+                f"this rollout was started before replaygate recorded its tolerances: judged by "
+                f"{self.policy.describe()}"
+            ]
+        conflict = self.policy_conflict(state)
+        if conflict is None:
+            return []
+        return [f"judged by the policy recorded at the start, not the one given: {conflict}"]
 
     def _samples(self, since_ns: int | None, until_ns: int | None = None) -> tuple[list[TraceRecord], ...]:
         if self.traces is None or since_ns is None:
@@ -231,7 +287,7 @@ class CanaryController:
         """The state, the current step's measures and evidence, and (``series_bins`` > 0) the series."""
         state = state or self.state()
         if state.status == "idle" or state.step_started_ns is None:
-            return CanaryStatus(state, None, None)
+            return CanaryStatus(state, None, None, notes=tuple(self._policy_notes(state)))
         now = self.clock()
         # a rolled-back canary keeps its last step's window, up to the rollback
         until = state.updated_ns if state.status == "rolled_back" else None
@@ -244,23 +300,26 @@ class CanaryController:
             window_end_ns=until or now,
         )
         b_sum, c_sum = _summary(base), _summary(cand)
-        evidence = evaluate_evidence(
-            b_sum, c_sum, self.tolerances, self.settings.evidence, share=state.share or None
-        )
+        policy = self.policy_for(state)
+        limits = policy.limits
+        evidence = evaluate_evidence(b_sum, c_sum, limits, self.settings.evidence, share=state.share or None)
         outlook = step_outlook(
             state,
             evidence,
             b_sum,
             c_sum,
-            self.tolerances,
+            limits,
             self.settings.evidence,
             now_ns=now,
-            max_hold_s=self.settings.max_hold_s,
+            max_hold_s=policy.max_hold_s,
         )
+        notes[:0] = self._policy_notes(state)
         if outlook is not None and outlook.text:
             notes.append(outlook.text)
         series = self.series(state, series_bins, now=now) if series_bins > 0 else []
-        return CanaryStatus(state, measures, evidence, tuple(series), tuple(notes) + evidence.notes, outlook)
+        return CanaryStatus(
+            state, measures, evidence, tuple(series), tuple(notes) + evidence.notes, outlook, policy
+        )
 
     def series(self, state: RolloutState, bins: int = 12, *, now: int | None = None) -> list[SeriesPoint]:
         """The failure rate per arm over the whole rollout, in ``bins`` time bins."""
@@ -357,11 +416,11 @@ class CanaryController:
                 plan=chosen_plan,
                 auto_rollback=auto,
                 reason=reason,
+                policy=self.policy,
             )
 
-        return self.store.apply(
-            decide, actor=actor, details={"decision_id": decision_id, "plan": chosen_plan}
-        )
+        details = {"decision_id": decision_id, "plan": chosen_plan, "policy": self.policy.to_json()}
+        return self.store.apply(decide, actor=actor, details=details)
 
     def widen(self, *, actor: str, reason: str = "", status: CanaryStatus | None = None) -> Transition:
         """Widen to the plan's next step when the current step's evidence holds (else refused, audited).
@@ -372,6 +431,9 @@ class CanaryController:
         evidence = status.evidence if status is not None else self.status(seen).evidence
 
         def decide(state: RolloutState) -> Transition:
+            conflict = self.policy_conflict(state)
+            if conflict is not None:
+                return Transition("widen", state, state, "refused", conflict)
             ok, why = self._evidence_for(state, seen, evidence)
             return _machine.widen(
                 state, now_ns=self.clock(), evidence_ok=ok, evidence_reason=why, reason=reason
@@ -385,6 +447,9 @@ class CanaryController:
         evidence = self.status(seen).evidence if seen.status == "canary" and not seen.at_final_step else None
 
         def decide(state: RolloutState) -> Transition:
+            conflict = self.policy_conflict(state)
+            if conflict is not None:
+                return Transition("promote", state, state, "refused", conflict)
             ok, why = self._evidence_for(state, seen, evidence)
             return _machine.promote(
                 state, now_ns=self.clock(), evidence_ok=ok, evidence_reason=why, reason=reason

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from replaygate.canary._tolerances import CanaryPolicy
+
 __all__ = [
     "DEFAULT_PLAN",
     "SIGNED_OUTCOMES",
@@ -63,6 +65,10 @@ class RolloutState:
     auto_rollback: bool = True
     reason: str | None = None
     version: int = 0
+    #: The tolerances and ``max_hold`` recorded when the rollout started (None: started before they were).
+    policy: CanaryPolicy | None = None
+    #: Why a recorded policy could not be read back (then ``policy`` is None); widen and promote refuse.
+    policy_error: str | None = None
 
     @property
     def share(self) -> float:
@@ -168,8 +174,9 @@ def start(
     plan: Sequence[float] = DEFAULT_PLAN,
     auto_rollback: bool = True,
     reason: str = "",
+    policy: CanaryPolicy | None = None,
 ) -> Transition:
-    """Start a canary of a signed candidate at the plan's first step."""
+    """Start a canary of a signed candidate at the plan's first step, under ``policy``'s tolerances."""
     if state.status == "canary":
         return _refused(
             "start", state, f"a canary is already running ({state.label()}); promote or roll it back first"
@@ -198,6 +205,7 @@ def start(
         auto_rollback=auto_rollback,
         reason=reason or None,
         version=state.version,
+        policy=policy,
     )
     return Transition("start", state, after, "applied", reason or f"canary started at {_pct(after.share)}")
 

@@ -35,6 +35,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from replaygate.canary._errors import CanaryError, ConflictError
 from replaygate.canary._machine import RolloutState, Transition
 from replaygate.canary._measures import RATE_MEASURES, ArmData
+from replaygate.canary._tolerances import CanaryPolicy, RecordError
 from replaygate.store import Store, canary_audit, canary_state, trace_traces
 
 __all__ = ["ARMS", "DEFAULT_SAMPLE", "AuditEntry", "CanaryStore", "resolve_store_url"]
@@ -61,7 +62,13 @@ class AuditEntry:
     details: dict[str, Any]
 
 
-def _row_to_state(row: Any) -> RolloutState:
+def _row_to_state(row: Any, where: str) -> RolloutState:
+    policy, policy_error = None, None
+    if row.policy is not None:
+        try:
+            policy = CanaryPolicy.loads(row.policy)
+        except RecordError as exc:  # never raised here: a rollback must stay possible
+            policy_error = f"the rollout's recorded policy in {where} cannot be read ({exc})"
     return RolloutState(
         status=row.status,
         rollout_id=row.rollout_id,
@@ -77,6 +84,8 @@ def _row_to_state(row: Any) -> RolloutState:
         auto_rollback=bool(row.auto_rollback),
         reason=row.reason,
         version=int(row.version),
+        policy=policy,
+        policy_error=policy_error,
     )
 
 
@@ -97,6 +106,7 @@ def _state_values(state: RolloutState, version: int) -> dict[str, Any]:
         "auto_rollback": state.auto_rollback,
         "reason": state.reason,
         "version": version,
+        "policy": None if state.policy is None else state.policy.dumps(),
     }
 
 
@@ -127,7 +137,7 @@ class CanaryStore:
                 row = conn.execute(select(canary_state).where(canary_state.c.id == 1)).first()
         except StoreError as exc:
             raise CanaryError(str(exc)) from exc
-        return RolloutState() if row is None else _row_to_state(row)
+        return RolloutState() if row is None else _row_to_state(row, self.store.label)
 
     def apply(
         self,

@@ -1,12 +1,35 @@
-"""The canary's tolerances: the gate policy's guardrails, and the measures the gate policy does not cover."""
+"""The canary's tolerances: the gate policy's guardrails, and the measures the gate policy does not cover.
+
+A canary runs under the tolerances and ``max_hold`` it started with: :class:`CanaryPolicy` is what
+``start`` records with the rollout (the ``policy`` column of ``canary_state``), so a later look without
+``--policy`` (the cron's ``check``, the page) judges by the same lines.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-__all__ = ["DEFAULT_TOLERANCES", "EXTRA_TOLERANCES", "Limit", "tolerances_from_policy"]
+__all__ = [
+    "BUILT_IN",
+    "DEFAULT_TOLERANCES",
+    "EXTRA_TOLERANCES",
+    "CanaryPolicy",
+    "Limit",
+    "RecordError",
+    "tolerances_from_policy",
+]
+
+#: The ``source`` of a canary policy taken from replaygate's defaults (no ``--policy`` given).
+BUILT_IN = "the built-in defaults"
+_DEFAULT_MAX_HOLD_S = 86_400.0
+
+
+class RecordError(ValueError):
+    """A recorded canary policy that cannot be read back (a damaged or foreign ``canary_state.policy``)."""
 
 
 @dataclass(frozen=True)
@@ -87,3 +110,106 @@ def tolerances_from_policy(policy: Any) -> dict[str, Limit]:
     if isinstance(metrics, Mapping) and metrics.get("judge:groundedness") is not None:
         out["groundedness"] = Limit("absolute", float(metrics["judge:groundedness"]))
     return out
+
+
+@dataclass(frozen=True)
+class CanaryPolicy:
+    """The tolerances and ``max_hold`` a canary judges by, and where they came from.
+
+    ``source`` is the gate policy file given to ``canary start`` (or :data:`BUILT_IN`), ``digest`` its
+    ``policy_hash`` (None for the defaults). Two canary policies are the same when their tolerances and
+    ``max_hold`` are: a file with another alpha but the same guardrails changes nothing live.
+    """
+
+    tolerances: tuple[tuple[str, Limit], ...]
+    max_hold_s: float | None = _DEFAULT_MAX_HOLD_S
+    source: str = BUILT_IN
+    digest: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        tolerances: Mapping[str, Limit],
+        max_hold_s: float | None = _DEFAULT_MAX_HOLD_S,
+        source: str = BUILT_IN,
+        digest: str | None = None,
+    ) -> CanaryPolicy:
+        """A canary policy from a mapping of limits (kept sorted by measure)."""
+        return cls(tuple(sorted(tolerances.items())), max_hold_s, source, digest)
+
+    @property
+    def limits(self) -> dict[str, Limit]:
+        """The tolerances by measure name."""
+        return dict(self.tolerances)
+
+    def same_lines(self, other: CanaryPolicy) -> bool:
+        """Whether both judge by the same tolerances and ``max_hold``."""
+        return self.tolerances == other.tolerances and self.max_hold_s == other.max_hold_s
+
+    def differences(self, other: CanaryPolicy) -> list[str]:
+        """What ``other`` changes, e.g. ``latency_p50 20% relative -> 35% relative``."""
+        mine, theirs = self.limits, other.limits
+        out = []
+        for name in sorted(set(mine) | set(theirs)):
+            a, b = mine.get(name), theirs.get(name)
+            if a != b:
+                out.append(
+                    f"{name} {'not checked' if a is None else a.describe()} -> "
+                    f"{'not checked' if b is None else b.describe()}"
+                )
+        if self.max_hold_s != other.max_hold_s:
+            out.append(f"max_hold {_hold(self.max_hold_s)} -> {_hold(other.max_hold_s)}")
+        return out
+
+    def describe(self) -> str:
+        """``examples/gate-policy.yaml (sha256:ab12…)`` or ``the built-in defaults``."""
+        return self.source if self.digest is None else f"{self.source} ({self.digest[:19]})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The recorded form (also the ``policy`` of ``canary status --json``)."""
+        return {
+            "source": self.source,
+            "digest": self.digest,
+            "max_hold_s": self.max_hold_s,
+            "tolerances": {name: {limit.mode: limit.value} for name, limit in self.tolerances},
+        }
+
+    def dumps(self) -> str:
+        """The text stored in ``canary_state.policy``."""
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @classmethod
+    def loads(cls, text: str) -> CanaryPolicy:
+        """Read a recorded canary policy back.
+
+        Raises:
+            RecordError: the text is not a canary policy this replaygate recorded (it says what is wrong).
+        """
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise RecordError(f"not JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("tolerances"), dict):
+            raise RecordError("expected a mapping with `tolerances`")
+        source, digest, hold = data.get("source"), data.get("digest"), data.get("max_hold_s")
+        if not isinstance(source, str) or not (digest is None or isinstance(digest, str)):
+            raise RecordError("`source` must be text and `digest` text or null")
+        if hold is not None and (not _finite(hold) or hold <= 0):
+            raise RecordError(f"`max_hold_s` must be a positive number of seconds or null, got {hold!r}")
+        limits: dict[str, Limit] = {}
+        for name, raw in data["tolerances"].items():
+            if not isinstance(raw, dict) or len(raw) != 1:
+                raise RecordError(f"tolerance {name!r} must be one of {{relative: x}}, {{absolute: x}}")
+            ((mode, value),) = raw.items()
+            if mode not in ("relative", "absolute") or not _finite(value) or value < 0:
+                raise RecordError(f"tolerance {name!r}: {raw!r} is not a relative or absolute limit >= 0")
+            limits[name] = Limit(cast(Literal["relative", "absolute"], mode), float(value))
+        return cls.of(limits, None if hold is None else float(hold), source, digest)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _hold(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{seconds:g}s"

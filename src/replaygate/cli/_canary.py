@@ -26,7 +26,10 @@ _policy_option = click.option(
     "--policy",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="Gate policy YAML: its guardrails are the canary's tolerances.",
+    help=(
+        "Gate policy YAML: its guardrails and max_hold are the canary's tolerances. `start` records them; "
+        "later commands judge the canary by what it recorded and refuse to widen or promote under another."
+    ),
 )
 
 
@@ -100,8 +103,8 @@ def _status_json(status: Any) -> dict[str, Any]:
         }
     if status.evidence is not None:
         out["evidence"] = status.evidence.to_json()
-    if status.outlook is not None:
-        out["outlook"] = status.outlook.to_json()
+    out["outlook"] = None if status.outlook is None else status.outlook.to_json()
+    out["policy"] = None if status.policy is None else status.policy.to_json()
     return out
 
 
@@ -119,7 +122,13 @@ def _print_status(status: Any) -> None:
             markup=False,
             highlight=False,
         )
+    if status.policy is not None:
+        recorded = "recorded when the canary started" if state.policy is not None else "not recorded"
+        line = f"tolerances: {status.policy.describe()} ({recorded})"
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if status.measures is None:
+        for note in status.notes:
+            console.print(note, markup=False, highlight=False, style="dim")
         return
     m = status.measures
     verdicts = {e.name: e for e in status.evidence.measures} if status.evidence is not None else {}

@@ -43,7 +43,7 @@ class Store(Protocol):
 
 __all__ = ["STORE_SCHEMA_VERSION", "TRACE_SCHEMA_VERSION", "append_only_ddl", "migrate", "versions"]
 
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 _LOCK_KEY = 0x7265706C  # "repl": the advisory lock of migrations on PostgreSQL
 
 
@@ -107,8 +107,11 @@ def _migrate_traces_postgres(conn: Connection, version: int) -> None:
 def _migrate_control(conn: Connection, dialect: str, version: int) -> None:
     if version < STORE_SCHEMA_VERSION:
         # v1: the canary and gate tables (stores made before versioning already have them: kept as they
-        # are); v2: gate_supersessions. Creating what is missing brings any older store up to date.
+        # are); v2: gate_supersessions; v3: canary_state.policy. Creating what is missing brings any older
+        # store up to date.
         metadata.create_all(conn, tables=list(CONTROL_TABLES))
+        if "policy" not in {c["name"] for c in inspect(conn).get_columns("canary_state")}:
+            conn.execute(text("ALTER TABLE canary_state ADD COLUMN policy TEXT"))
         for table in APPEND_ONLY_TABLES:
             for statement in append_only_ddl(dialect, table):
                 conn.execute(text(statement))

@@ -140,6 +140,8 @@ canary_state = Table(
     Column("auto_rollback", Boolean, nullable=False, default=True),
     Column("reason", Text),
     Column("version", Integer, nullable=False),
+    # the tolerances and max_hold the rollout started with (JSON; store schema 3)
+    Column("policy", Text),
 )
 canary_audit = Table(
     "canary_audit",

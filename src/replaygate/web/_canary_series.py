@@ -72,6 +72,7 @@ def measure_series(
     width = max(1, (end - start) // bins + 1)
     arms = ctl.measure_bins(start, end, bins)  # aggregated in SQL on a store: flat in the traces
     out = []
+    limits = ctl.policy_for(state).limits  # the rollout's own tolerances, recorded when it started
     for name, (kind, higher_is_worse, label) in MEASURES.items():
         points = tuple(
             MeasurePoint(
@@ -86,7 +87,7 @@ def measure_series(
         )
         if all(p.baseline is None and p.candidate is None for p in points):
             continue
-        out.append(MeasureSeries(name, label, kind, higher_is_worse, points, ctl.tolerances.get(name)))
+        out.append(MeasureSeries(name, label, kind, higher_is_worse, points, limits.get(name)))
     return out
 
 

@@ -23,7 +23,7 @@ def measures() -> str:
         status=status,
         state=status.state,
         charts=charts,
-        tolerances=ctl.tolerances,
+        tolerances=ctl.policy_for(status.state).limits,
         rollback_alpha=ctl.settings.evidence.rollback_alpha,
         widen_alpha=ctl.settings.evidence.widen_alpha,
     )

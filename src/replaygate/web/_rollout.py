@@ -102,7 +102,7 @@ def index() -> str:
         decision=decision_for(status.state.decision_id),
         decisions=ctl.signed_decisions(),
         charts=charts,
-        tolerances=ctl.tolerances,
+        tolerances=ctl.policy_for(status.state).limits,
         rollback_alpha=ctl.settings.evidence.rollback_alpha,
         widen_alpha=ctl.settings.evidence.widen_alpha,
         can_roll_back=status.state.status in ROLLBACK_STATES,
