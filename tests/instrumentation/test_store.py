@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -310,3 +312,45 @@ def test_store_location_schema_version_and_missing_store(
     conn.close()
     with pytest.raises(StoreError, match="schema version 99"):
         TraceStore(deep)
+
+
+def _make_read_only(paths: list[Path]) -> Callable[[], None]:
+    """Make ``paths`` unwritable for this process (chmod; for root, ``chattr +i``); return the undo."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in paths}
+        for p in paths:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+
+        def restore_modes() -> None:
+            for p, mode in modes.items():
+                p.chmod(mode)
+
+        return restore_modes
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", *map(str, paths)], capture_output=True).returncode:
+        pytest.skip("root, and this filesystem cannot make a file immutable: nothing is read-only to root")
+
+    def mutable_again() -> None:
+        subprocess.run([chattr, "-i", *map(str, paths)], check=True)
+
+    return mutable_again
+
+
+def test_a_read_only_store_is_named_read_only_never_damaged(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from replaygate.cli import cli
+
+    folder = tmp_path / "mounted"
+    folder.mkdir()
+    path = folder / "replaygate.db"
+    TraceStore(path).close()
+    undo = _make_read_only([path, folder])
+    try:
+        out = CliRunner().invoke(cli, ["traces", "--store", str(path)])
+    finally:
+        undo()
+    assert out.exit_code == 3, out.output
+    assert "read-only for this user" in out.output and "copy the store to a writable folder" in out.output
+    assert "move a damaged" not in out.output  # that advice would lose a good store
+    assert "Traceback" not in out.output

@@ -255,8 +255,20 @@ def connect_store_db(path: Path, *, create: bool = True) -> sqlite3.Connection:
         raise
     except sqlite3.Error as exc:
         conn.close()
+        if _read_only(path):
+            raise StoreError(
+                f"cannot use trace store {path}: {exc}: the store or its folder is read-only for this user "
+                "(permissions, an immutable file or a read-only mount). SQLite keeps its write-ahead log "
+                "beside the store, so even reading needs write access to both: fix the permissions, or copy "
+                "the store to a writable folder and point --store at the copy"
+            ) from exc
         raise StoreError(
             f"cannot use trace store {path}: {exc} (is it a replaygate SQLite store? move a damaged "
             "file away and a new store is created)"
         ) from exc
     return conn
+
+
+def _read_only(path: Path) -> bool:
+    """Whether this process may not write the store file or its folder (where the WAL files live)."""
+    return any(p.exists() and not os.access(p, os.W_OK) for p in (path, path.parent))
