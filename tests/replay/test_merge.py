@@ -91,3 +91,29 @@ def test_merge_refuses_mismatches_duplicates_and_missing_shards(tmp_path: Path) 
     with pytest.raises(RunFileError, match="no such run file"):
         merge_runs([tmp_path / "nope.json"])
     assert len(merge_runs([tmp_path / "a.json", tmp_path / "b.json"]).attempts) == 12
+
+
+def test_the_gate_refuses_a_shard_and_takes_the_merged_run(tmp_path: Path) -> None:
+    """A shard is not a comparison's candidate: a data error (exit 3) that says to merge, never a block."""
+    from click.testing import CliRunner
+
+    from replaygate.cli import cli
+    from replaygate.gate import GateError, Policy, gate_runs
+
+    scenarios = [scenario(f"s-{i}") for i in range(12)]
+    whole = run(scenarios, tmp_path / "whole.json")
+    shards = [tmp_path / f"shard{i}.json" for i in (1, 2)]
+    for i, path in enumerate(shards, 1):
+        run(scenarios, path, shard=f"{i}/2")
+    with pytest.raises(GateError, match=r"shard 1/2 of a sharded run.*replaygate merge"):
+        gate_runs(Policy(), whole, RunFile.model_validate_json(shards[0].read_text()))
+    (tmp_path / "policy.yaml").write_text("format_version: 1\n")
+    out = CliRunner().invoke(
+        cli, ["gate", "--policy", str(tmp_path / "policy.yaml"), "--baseline", str(tmp_path / "whole.json"),
+              "--candidate", str(shards[1]), "--out", str(tmp_path / "report")],
+    )  # fmt: skip
+    assert out.exit_code == 3 and "shard 2/2" in out.output and "replaygate merge" in out.output, out.output
+    assert not (tmp_path / "report").exists()  # refused before any report is written
+    save_run(merge_runs(shards), tmp_path / "merged.json")
+    merged = RunFile.model_validate_json((tmp_path / "merged.json").read_text())
+    assert gate_runs(Policy(), whole, merged).outcome == "pass"

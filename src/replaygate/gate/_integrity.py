@@ -87,6 +87,12 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
     def refuse(what: str) -> RunIntegrityError:
         return RunIntegrityError(f"{where} is refused: {what}")
 
+    if run.shard is not None:
+        raise refuse(
+            f"it is shard {run.shard} of a sharded run, not a whole run: merge every shard first "
+            "(replaygate merge runs/all.json runs/shard-*.json) and give the merged file"
+        )
+
     ids = Counter(e.id for e in run.scenarios)
     twice = sorted(i for i, n in ids.items() if n > 1)
     if twice:
