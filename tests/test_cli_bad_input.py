@@ -275,3 +275,20 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 3 and "Traceback" in done.stderr and "error: " in done.stderr
+
+
+def test_debug_shows_the_traceback_of_a_data_error_too(tmp_path: Path) -> None:
+    """A data error the gate turns into its one-line message (exit 3) keeps its traceback for --debug."""
+    truncated = tmp_path / "candidate.json"
+    truncated.write_text('{\n  "format_version": 1,\n  "run_id": "r', encoding="utf-8")
+    args = ["gate", "--policy", "examples/gate-policy.yaml", "--baseline", str(truncated), "--candidate",
+            str(truncated), "--out", str(tmp_path / "report")]  # fmt: skip
+    root = Path(__file__).resolve().parents[1]
+    for debug in (False, True):
+        done = subprocess.run(
+            [REPLAYGATE, *(["--debug"] if debug else []), *args],
+            capture_output=True, text=True, timeout=120, check=False, cwd=root,
+        )  # fmt: skip
+        assert done.returncode == 3 and f"error: {truncated}:3: not valid JSON" in done.stderr, done.stderr
+        assert ("Traceback" in done.stderr) is debug, done.stderr
+        assert ("RunFileError" in done.stderr) is debug

@@ -7,20 +7,24 @@ The store for reviews and decisions is ``--store`` or env ``REPLAYGATE_STORE`` (
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
-from replaygate.instrumentation import ReplaygateError
 from replaygate.replay import old_objects_frozen
 
 from replaygate import gate as gate_api  # each name loads its module on first use (SQLAlchemy: the store)
-from replaygate.cli._options import baseline_2_option, by_option, echo_json, json_option, store_option
+from replaygate.cli._options import (
+    baseline_2_option,
+    by_option,
+    data_errors,
+    echo_json,
+    json_option,
+    store_option,
+)
 from replaygate.cli._outputs import refuse_other_report
 
 if TYPE_CHECKING:
@@ -34,28 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 EXIT = {"pass": 0, "block": 1, "needs-sign-off": 2}
-DATA_ERROR = 3
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _DataError(click.ClickException):
-    exit_code = DATA_ERROR
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-def _data_errors(fn: F) -> F:
-    """Turn a ReplaygateError into exit code 3 with its message (also under click's own runner)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ReplaygateError as exc:
-            raise _DataError(str(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.command("compare")
@@ -66,7 +48,7 @@ def _data_errors(fn: F) -> F:
     "--policy", "policy_path", type=click.Path(dir_okay=False), help="Alpha and resampling settings."
 )
 @json_option
-@_data_errors
+@data_errors
 def compare_cmd(
     base_run: str, head_run: str, baseline_2: str | None, policy_path: str | None, as_json: bool
 ) -> None:
@@ -99,7 +81,7 @@ def compare_cmd(
 )
 @click.option("--format", "formats", default="md,html,json,junit", show_default=True, help="Report formats.")
 @json_option
-@_data_errors
+@data_errors
 def gate_cmd(
     policy_path: str,
     baseline: str,
@@ -195,7 +177,7 @@ def _load(report: str) -> tuple[GateReport, Path]:
 @click.option("--note", required=True, help="What they concluded.")
 @store_option
 @json_option
-@_data_errors
+@data_errors
 def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None, as_json: bool) -> None:
     """Mark a newly failing scenario of a report read (needed before signing)."""
     rep, _ = _load(report)
@@ -227,7 +209,7 @@ def review_cmd(report: str, scenario: str, by: str, note: str, store: str | None
 )
 @store_option
 @json_option
-@_data_errors
+@data_errors
 def sign_cmd(
     report: str, by: str, outcome: str, reason: str, supersede: bool, store: str | None, as_json: bool
 ) -> None:
@@ -261,7 +243,7 @@ def sign_cmd(
 )
 @click.option("--config-hash", default=None, help="Watch this configuration (default: the latest scheduled).")
 @json_option
-@_data_errors
+@data_errors
 def drift_cmd(runs_dir: str, policy_path: str | None, config_hash: str | None, as_json: bool) -> None:
     """Compare the latest scheduled run of an unchanged configuration with the previous one (exit 1: drop)."""
     from replaygate.report import render_comparison_markdown

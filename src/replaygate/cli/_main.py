@@ -139,6 +139,9 @@ def _main(args: list[str]) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        cause = exc.__cause__ or exc.__context__  # a data error turned into a message keeps its cause
+        if cause is not None and _debug(args):
+            traceback.print_exception(cause)
         exc.show()
         sys.exit(USAGE_OR_DATA_ERROR if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Abort:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import os
@@ -21,12 +22,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from replaygate.instrumentation import ReplaygateError
 
 __all__ = [
+    "DATA_ERROR",
     "JSON_FORMAT_VERSION",
     "AliasedOption",
+    "DataError",
     "baseline_2_option",
     "by_option",
+    "data_errors",
     "echo_json",
     "json_option",
     "judge_timeout_option",
@@ -37,6 +42,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The ``format_version`` of the ``--json`` documents this module's ``echo_json`` prints.
 JSON_FORMAT_VERSION = 1
+#: The exit code of a usage or data error.
+DATA_ERROR = 3
+
+
+class DataError(click.ClickException):
+    """A data error as ``error: <what>`` and exit code 3 (also under click's own runner)."""
+
+    exit_code = DATA_ERROR
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def data_errors(fn: F) -> F:
+    """Turn a ReplaygateError into exit code 3 with its message (``--debug`` prints its traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ReplaygateError as exc:
+            raise DataError(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
 
 
 class AliasedOption(click.Option):

@@ -20,7 +20,7 @@ from typing import Any
 import click
 from replaygate.replay import RunFile, load_run, read_artifacts
 
-from replaygate.cli._options import json_option, store_option
+from replaygate.cli._options import data_errors, json_option, store_option
 from replaygate.cli._traces import open_traces, parse_since
 from replaygate.report import load_report
 from replaygate.sources import LangfuseSource, PhoenixSource, PushResult, push_failures, push_report, push_run
@@ -65,6 +65,7 @@ def _is_report(path: Path) -> bool:
     help="Send the attempts' text as it is (default: content hashed, as OTLP export does).",
 )
 @json_option
+@data_errors
 def push_cmd(
     path: Path | None,
     failures: bool,
