@@ -128,3 +128,15 @@ def test_push_failures_marks_the_store_failures_in_phoenix(phoenix_world: tuple[
     # replaygate's own annotations (score 0, label = reasons) are never read back as feedback
     from_phoenix = failures(["--source", f"phoenix:{url}"])
     assert {t: ", ".join(from_phoenix[t]) for t in expected} == expected
+
+
+def test_a_misspelt_source_is_named_not_read_as_a_store(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)
+    for typo, meant in (("langfuze", "langfuse"), ("Phoenx", "phoenix"), ("stor", "store")):
+        result = invoke_cli("failures", "--source", typo)
+        assert result.exit_code == 3 and f"did you mean --source {meant}?" in result.output, result.output
+    (tmp_path / "langfuze").write_bytes(b"")  # a file of that name is a store path, as before
+    assert "did you mean" not in invoke_cli("failures", "--source", "langfuze").output
+    missing = invoke_cli("push", "--to", "phoenix", "--failures")
+    assert missing.exit_code == 3 and "for push, --url URL" in missing.output, missing.output

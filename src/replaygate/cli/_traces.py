@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import os
 import re
 import sys
 import unicodedata
@@ -179,6 +180,32 @@ def is_store_source(source: str | None) -> bool:
     return head not in ("phoenix", "langfuse", "http", "https")
 
 
+_SOURCE_KINDS = ("store", "phoenix", "langfuse")
+
+
+def _store_path(source: str | None) -> str | None:
+    """The store path a store ``--source`` gives (``store``, ``store:PATH`` or a path; None: ``--store``).
+
+    A bare word close to a source kind that names no file (``langfuze``) is refused as a typo rather than
+    looked for as a store file.
+    """
+    if source is None or source.strip().lower() == "store":
+        return None
+    if source.lower().startswith("store:"):
+        return source.split(":", 1)[1] or None
+    word = source.strip()
+    if not any(c in word for c in (os.sep, ".", ":")) and not os.path.exists(word):
+        import difflib
+
+        close = difflib.get_close_matches(word.lower(), _SOURCE_KINDS, n=1, cutoff=0.6)
+        if close:
+            raise StoreDataError(
+                f"--source {source!r}: no such source or store file; did you mean --source {close[0]}? "
+                f"(a source is {', '.join(_SOURCE_KINDS)}, or a store path)"
+            )
+    return source
+
+
 @contextmanager
 def open_traces(store: str | None, source: str | None = None) -> Iterator[Any]:
     """The trace source ``--source`` names (the store, read-only, by default); errors exit with code 3.
@@ -187,7 +214,7 @@ def open_traces(store: str | None, source: str | None = None) -> Iterator[Any]:
     """
     try:
         if is_store_source(source):
-            trace_store = TraceStore(source if source and source.lower() != "store" else store, create=False)
+            trace_store = TraceStore(_store_path(source) or store, create=False)
         else:
             trace_store = importlib.import_module("replaygate.sources").open_source(source, store=store)
         try:

@@ -111,7 +111,7 @@ class PhoenixSource:
         if not raw:
             raise SourceError(
                 f"no Phoenix endpoint: set {PHOENIX_ENDPOINT_ENV} (e.g. http://localhost:6006) "
-                "or pass --source phoenix:URL"
+                "or give the URL (--source phoenix:URL; for push, --url URL)"
             )
         base = raw.rstrip("/").removesuffix("/v1/traces")
         if not base.startswith(("http://", "https://")):
