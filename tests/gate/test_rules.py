@@ -2,6 +2,7 @@ import pytest
 from replaygate.replay import content_hash
 
 from replaygate.gate import (
+    GateError,
     Policy,
     PolicyError,
     PolicyWidenedError,
@@ -110,10 +111,9 @@ def test_flaky_scenarios_come_from_the_two_baselines(f) -> None:
     # the baselines differ by 1.0 on s09, 0.2 on s11 and nowhere else: the flaky ones carry all the noise
     assert report.flaky_noise_share == pytest.approx(1.0)
     assert report.outcome == "pass" and "2 flaky" in report.headline
-    assert (
-        gate_runs(Policy(), base, base).flaky == []
-        and gate_runs(Policy(), base, base).flaky_noise_share is None
-    )
+    same = f.run([5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 0], run_id="b-again", threshold=0.5)
+    alone = gate_runs(Policy(), base, same)  # no second baseline: nothing is known to be flaky
+    assert alone.flaky == [] and alone.flaky_noise_share is None
 
 
 def test_guardrail_worse_beyond_tolerance_blocks_an_improvement(f) -> None:
@@ -229,3 +229,16 @@ def test_tampered_recorded_policy_is_refused(f) -> None:
     head = f.run(f.BASE, run_id="h", policy={"alpha": 0.05}, policy_hash="sha256:other")
     with pytest.raises(PolicyError, match="does not match"):
         check_policy_against_runs(Policy(), [("candidate", head)])
+
+
+def test_one_run_given_twice_is_refused(f) -> None:
+    """The same run as both baselines would make a noise floor of 0; as baseline and candidate, no change."""
+    base = f.run(f.BASE, run_id="b")
+    head = f.run(f.HEAD, run_id="h")
+    with pytest.raises(GateError, match=r"second baseline run is the baseline run b again: the noise floor"):
+        gate_runs(Policy(), base, head, base)
+    with pytest.raises(GateError, match=r"baseline run is the candidate run h again: a run compared with"):
+        gate_runs(Policy(), head, head)
+    copy = base.model_copy(deep=True)  # a copy of the file is the same run too
+    with pytest.raises(GateError, match="the baseline run b again"):
+        gate_runs(Policy(), base, head, copy)

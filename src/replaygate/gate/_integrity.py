@@ -202,6 +202,22 @@ def verify_runs(
 ) -> dict[str, RunDigest]:
     """:func:`verify_run` for each ``(label, run)``, with its path when known; digests by label."""
     out: dict[str, RunDigest] = {}
+    seen: dict[str, str] = {}  # run id -> the label it was first given as
     for i, (label, run) in enumerate(runs):
-        out[label] = verify_run(run, label, paths[i] if i < len(paths) else None)
+        path = paths[i] if i < len(paths) else None
+        out[label] = verify_run(run, label, path)
+        run_id = as_run_data(run).head.run_id
+        if run_id in seen:
+            raise RunIntegrityError(_same_run(seen[run_id], label, run_id, path))
+        seen[run_id] = label
     return out
+
+
+def _same_run(first: str, second: str, run_id: str, path: str | os.PathLike[str] | None) -> str:
+    where = f" ({path})" if path is not None else ""
+    why = (
+        "the noise floor needs a second, independent run of the baseline (run it again with another --out)"
+        if "second baseline" in (first, second)
+        else "a run compared with itself shows no change whatever the agent does: give each its own run"
+    )
+    return f"the {second} run{where} is the {first} run {run_id} again: {why}"
