@@ -24,3 +24,15 @@ def test_traced_promoted_and_replayed_with_the_same_tool_calls(tmp_path: Path) -
     tokens = tools.split("tokens ")[1]
     assert f"tokens {tokens}" in replay  # same token counts in production and in replay
     assert "cost $None" not in replay
+
+
+def test_help_prints_usage_and_runs_nothing(tmp_path, monkeypatch, capsys) -> None:
+    import pytest
+
+    from examples.openai_agents.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0 and "usage: python -m examples.openai_agents" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []  # no demo into a folder named --help
