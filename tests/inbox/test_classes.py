@@ -246,3 +246,25 @@ def test_forbid_answer_on_an_escalation_trace_does_not_expect_the_escalation_aga
         )
     )  # fmt: skip
     assert outcome.status == "pass"  # an answer that does not escalate can pass: the checks are satisfiable
+
+
+def test_class_checks_line_never_ends_cut_off(
+    demo_traffic: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty-answer member drafts no check of its own: the line says so, not `checks ` and nothing."""
+    db, _ = demo_traffic
+    with TraceStore(db) as store:
+        records = store.list_traces(limit=None)
+    empty = next(c for c in classify_failures(records) if c.key == "empty_answer")
+    bare = next(
+        m.trace_id
+        for m in empty.members
+        if not next(r for r in records if r.summary.trace_id == m.trace_id).summary.tool_calls
+    )
+    golden = tmp_path / "golden"
+    main(["promote", bare, "--owner", "ana", "--origin", "production-incident", "--class-checks",
+          "--store", str(db), "--golden", str(golden)])  # fmt: skip
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    scenario = load_scenario(next(golden.glob("*.yaml")))
+    assert scenario.checks == [] and scenario.tags["failure_class"] == "empty_answer"
+    assert line.startswith("failure class empty_answer: no check drafted; only an error or an empty answer")

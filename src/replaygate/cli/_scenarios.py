@@ -354,12 +354,20 @@ def promote_cmd(
     if as_json:
         return
     if class_checks:
-        kind = result.scenario.tags.get("failure_class")
-        click.echo(
-            f"failure class {kind}: checks {', '.join(c.type for c in result.scenario.checks)}"
-            if kind
-            else "the trace is in no known failure class: the default checks were drafted"
-        )
+        click.echo(_class_checks_line(result.scenario))
+
+
+def _class_checks_line(scenario: Any) -> str:
+    """What ``promote --class-checks`` drafted, in one line (also when it drafted no check at all)."""
+    kind = scenario.tags.get("failure_class")
+    if not kind:
+        return "the trace is in no known failure class: the default checks were drafted"
+    if scenario.checks:
+        return f"failure class {kind}: checks {', '.join(c.type for c in scenario.checks)}"
+    return (
+        f"failure class {kind}: no check drafted; only an error or an empty answer fails the scenario "
+        "(every scenario fails those): add checks or a judge to its file"
+    )
 
 
 def _promoted(result: Promotion, as_json: bool) -> None:
