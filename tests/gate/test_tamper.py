@@ -196,3 +196,28 @@ def test_the_cli_refuses_a_tampered_run_with_exit_3(demo: dict[str, Path], tmp_p
     )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and str(head) in done.stderr and "more than once" in done.stderr
+
+
+def test_an_edit_is_named_by_the_journal_before_the_digest(demo: dict[str, Path], tmp_path: Path) -> None:
+    """Digest not recomputed, journal still beside: the refusal names the attempts, not only two hashes."""
+    result = _gate(demo, _tampered(demo, tmp_path, _flip_status, redigest=False, journal=True))
+    assert result.startswith("refused:") and "edited after the run" in result
+    assert "differ from its journal" in result and f"{MUST}#" in result, result
+
+
+def test_a_partial_journal_of_the_same_run_names_no_edit(demo: dict[str, Path], tmp_path: Path) -> None:
+    """An interrupted earlier try of the run left part of its journal: the untouched run file is gated."""
+    head = tmp_path / "candidate.json"
+    shutil.copy(demo["candidate"], head)
+    lines = Path(f"{demo['candidate']}.journal").read_text(encoding="utf-8").splitlines(keepends=True)
+    Path(f"{head}.journal").write_text("".join(lines[:4]), encoding="utf-8")  # header and three attempts
+    assert _gate(demo, head) == "block"
+    # an edit of an attempt the partial journal holds is still named by it
+    first = json.loads(lines[1])["attempt"]
+    raw = json.loads(demo["candidate"].read_text(encoding="utf-8"))
+    for a in raw["attempts"]:
+        if (a["scenario_id"], a["index"]) == (first["scenario_id"], first["index"]):
+            a["answer"] = (a["answer"] or "") + " (edited)"
+    _write(raw, head, redigest=True)
+    result = _gate(demo, head)
+    assert "differ from its journal" in result and f"{first['scenario_id']}#{first['index']}" in result, result

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -29,9 +28,7 @@ from replaygate.replay import (
     RunFile,
     RunFileError,
     ScenarioEntry,
-    attempt_digest,
-    journal_path,
-    read_journal,
+    compare_with_journal,
     suite_hash_of,
 )
 
@@ -142,10 +139,11 @@ def verify_run(run: RunFile | RunData, label: str, path: str | os.PathLike[str] 
         seen = seen if planned is None else set(data.keys)
         missing = [f"{e.id}#{i}" for e in run.scenarios for i in range(e.repeats) if (e.id, i) not in seen]
         raise refuse(f"attempt {_few(missing)} is missing (resume the run: replaygate run --resume)")
+    journal = _journal_digest(data, path, refuse)  # first: a journal beside names the attempts edited
     digest = data.digest
     if run.attempts_digest is not None and run.attempts_digest != digest:
         raise refuse(f"its attempts hash to {digest}, not the digest {run.attempts_digest} it recorded")
-    return RunDigest(run_id=run.run_id, run_file=digest, journal=_journal_digest(data, path, refuse))
+    return RunDigest(run_id=run.run_id, run_file=digest, journal=journal)
 
 
 def _planned_once(data: RunData, entries: dict[str, ScenarioEntry]) -> int | None:
@@ -171,30 +169,23 @@ def _planned_once(data: RunData, entries: dict[str, ScenarioEntry]) -> int | Non
 def _journal_digest(
     run: RunData, path: str | os.PathLike[str] | None, refuse: Callable[[str], RunIntegrityError]
 ) -> str | None:
+    """The digest of the journal beside the run file when it holds this run; a difference names attempts.
+
+    A journal that holds only some of the attempts, each as the file has it (left by an interrupted try of
+    the same run), names no edit: it is not this file's journal digest either (None).
+    """
     if path is None:
         return None
-    jpath = journal_path(Path(path))
-    if not jpath.is_file():
-        return None
     try:
-        state = read_journal(jpath)
+        triples = ((sid, index, digest) for (sid, index), digest in zip(run.keys, run.digests, strict=True))
+        found = compare_with_journal(path, run.run_id, triples)
     except RunFileError as exc:
         raise RunIntegrityError(f"{exc} (the journal of the run file {path})") from None
-    if state.header.get("run_id") != run.run_id:
-        return None  # the journal of a later run into the same --out: not this file's
-    journal = state.digest
-    if journal != run.digest:
-        by_key = {(a.scenario_id, a.index): attempt_digest(a) for a in state.attempts}
-        edited = [
-            f"{sid}#{index}"
-            for (sid, index), digest in zip(run.keys, run.digests, strict=True)
-            if by_key.get((sid, index)) != digest
-        ]
-        raise refuse(
-            f"its attempts differ from its journal {jpath} (digest {journal}): attempt "
-            f"{_few(edited) or '(one only in the journal)'} was edited after the run"
-        )
-    return journal
+    if found is None or found.partial:
+        return None
+    if not found.agrees:
+        raise refuse(f"{found.describe()}: the run file was edited after the run")
+    return found.digest
 
 
 def verify_runs(

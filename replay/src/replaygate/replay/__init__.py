@@ -79,7 +79,9 @@ if TYPE_CHECKING:  # at run time each name loads its module on first use (PEP 56
     from replaygate.replay._gc import old_objects_frozen
     from replaygate.replay._http_target import HttpTarget
     from replaygate.replay._journal import (
+        JournalComparison,
         JournalWriter,
+        compare_with_journal,
         journal_path,
         read_journal,
         read_journal_fingerprint,
@@ -240,7 +242,9 @@ _MODULES: dict[str, str] = {
     "HttpTarget": "_http_target",
     **dict.fromkeys(
         (
+            "JournalComparison",
             "JournalWriter",
+            "compare_with_journal",
             "journal_path",
             "read_journal",
             "read_journal_fingerprint",
@@ -514,6 +518,8 @@ __all__ = [
     "guardrail_summary",
     "in_shard",
     "journal_path",
+    "JournalComparison",
+    "compare_with_journal",
     "judge_identity",
     "judges_from_fingerprint",
     "load_config",

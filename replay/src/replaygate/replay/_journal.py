@@ -22,6 +22,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal
@@ -47,8 +48,10 @@ __all__ = [
     "HEADER_LATER",
     "JOURNAL_FORMAT_VERSION",
     "JOURNAL_SUFFIX",
+    "JournalComparison",
     "JournalState",
     "JournalWriter",
+    "compare_with_journal",
     "header_fingerprint",
     "journal_path",
     "read_journal",
@@ -91,6 +94,73 @@ class JournalState:
         for a in self.attempts:
             seen.setdefault((a.scenario_id, a.index), a)
         return attempts_digest(attempt_digest(a) for a in seen.values())
+
+
+@dataclass(frozen=True)
+class JournalComparison:
+    """A run file's attempts against the journal beside it (``SCENARIO#INDEX`` keys, file order)."""
+
+    path: Path
+    digest: str
+    edited: tuple[str, ...] = ()
+    only_in_journal: tuple[str, ...] = ()
+    not_in_journal: tuple[str, ...] = ()
+
+    @property
+    def agrees(self) -> bool:
+        """Every attempt of the run file is in the journal, as the journal has it, and nothing else is."""
+        return not (self.edited or self.only_in_journal or self.not_in_journal)
+
+    @property
+    def partial(self) -> bool:
+        """The journal holds some of the run's attempts, each as the run file has it, and nothing else.
+
+        A journal left from an earlier, interrupted try of the same run: it names no edit.
+        """
+        return not (self.edited or self.only_in_journal) and bool(self.not_in_journal)
+
+    def describe(self, few: int = 5) -> str:
+        """``attempt a#1, b#0 differ from its journal X``: what the comparison found."""
+        parts = []
+        for keys, what in (
+            (self.edited, "differ from"),
+            (self.only_in_journal, "are only in"),
+            (self.not_in_journal, "are not in"),
+        ):
+            if keys:
+                more = f" and {len(keys) - few} more" if len(keys) > few else ""
+                parts.append(f"attempt {', '.join(keys[:few])}{more} {what} its journal")
+        return "; ".join(parts) + f" ({self.path})"
+
+
+def compare_with_journal(
+    out_path: str | os.PathLike[str], run_id: str, attempts: Iterable[tuple[str, int, str]]
+) -> JournalComparison | None:
+    """Compare a run file's ``(scenario_id, index, attempt_digest)`` with its journal, if one of it is beside.
+
+    None when there is no journal, or it is the journal of another run into the same file.
+
+    Raises:
+        RunFileError: the journal cannot be read.
+    """
+    jpath = journal_path(out_path)
+    if not jpath.is_file():
+        return None
+    state = read_journal(jpath)
+    if state.header.get("run_id") != run_id:
+        return None
+    journaled: dict[tuple[str, int], str] = {}
+    for a in state.attempts:
+        journaled.setdefault((a.scenario_id, a.index), attempt_digest(a))
+    edited, missing = [], []
+    for sid, index, digest in attempts:
+        seen = journaled.pop((sid, index), None)
+        if seen is None:
+            missing.append(f"{sid}#{index}")
+        elif seen != digest:
+            edited.append(f"{sid}#{index}")
+    only = [f"{sid}#{index}" for sid, index in journaled]
+    return JournalComparison(jpath, state.digest, tuple(edited), tuple(only), tuple(missing))
 
 
 def read_journal(path: str | os.PathLike[str]) -> JournalState:

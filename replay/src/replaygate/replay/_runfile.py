@@ -375,9 +375,23 @@ def load_run(path: str | os.PathLike[str]) -> RunFile:
     if actual != run.attempts_digest:
         raise RunFileError(
             f"{p}: the attempts were edited after the run: their digest is {actual}, the run recorded "
-            f"{run.attempts_digest}; re-run it (a run file is evidence, not an input to edit)"
+            f"{run.attempts_digest}{_journal_says(p, run)}; re-run it (a run file is evidence, not an input "
+            "to edit)"
         )
     return run
+
+
+def _journal_says(path: Path, run: RunFile) -> str:
+    """Which attempts differ from the run's journal, when one is still beside the file (else nothing)."""
+    from replaygate.replay._journal import compare_with_journal  # the journal module imports this one
+
+    try:
+        found = compare_with_journal(
+            path, run.run_id, ((a.scenario_id, a.index, attempt_digest(a)) for a in run.attempts)
+        )
+    except RunFileError:
+        return ""
+    return "" if found is None or found.agrees else f"; {found.describe()}"
 
 
 def dump_run(
