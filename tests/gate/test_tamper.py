@@ -220,4 +220,5 @@ def test_a_partial_journal_of_the_same_run_names_no_edit(demo: dict[str, Path], 
             a["answer"] = (a["answer"] or "") + " (edited)"
     _write(raw, head, redigest=True)
     result = _gate(demo, head)
-    assert "differ from its journal" in result and f"{first['scenario_id']}#{first['index']}" in result, result
+    assert "differ from its journal" in result, result
+    assert f"{first['scenario_id']}#{first['index']}" in result

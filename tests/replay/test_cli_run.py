@@ -306,3 +306,18 @@ def test_a_run_refused_by_the_lock_moves_nothing_of_the_run_holding_it(
     assert not jpath.exists()  # not restored while another process held the lock
     assert out.read_bytes() == before["live.json"]
     assert not (project / "live.json.bak").exists() and not (project / "live.json.journal.bak").exists()
+
+
+def test_a_target_that_cannot_be_imported_touches_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(BASE + ["--target", "rg_cli_targets:good", "--quiet", "--out", "runs/a.json"]) == 0
+    before = (project / "runs" / "a.json").read_bytes()
+    capsys.readouterr()
+    code = cli(BASE + ["--target", "rg_cli_targets_missing:run", "--force", "--out", "runs/a.json"])
+    _, err = capsys.readouterr()
+    assert code == 3 and "cannot import module 'rg_cli_targets_missing'" in err
+    assert "journal:" not in err  # no journal line for a run that never starts
+    assert (project / "runs" / "a.json").read_bytes() == before
+    left = [p.name for p in (project / "runs").iterdir()]
+    assert not [n for n in left if n.startswith("a.json") and n != "a.json"], left  # no .bak, no journal

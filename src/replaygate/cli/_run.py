@@ -61,6 +61,7 @@ from replaygate.replay import (
     judges_from_fingerprint,
     load_config,
     load_run,
+    load_target,
     load_yaml_bounded,
     merge_runs,
     parse_shard,
@@ -315,6 +316,9 @@ def run_cmd(
         click.echo(f"note: {holdout_note}", err=True)
     config = load_config(config_path) if config_path is not None else None
     policy = _load_policy(policy_path)
+    if not target.startswith(("http://", "https://")):
+        # a target that cannot be imported is refused before anything is moved, journaled or printed
+        load_target(target, timeout_s=timeout_s)
     out_path = Path(out) if out is not None else _default_out()
     jpath = journal_path(out_path)
     # Files beside the run file are moved only while holding its lock, as a run holds it while it writes
