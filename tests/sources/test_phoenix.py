@@ -140,3 +140,14 @@ def test_a_misspelt_source_is_named_not_read_as_a_store(tmp_path: Path, monkeypa
     assert "did you mean" not in invoke_cli("failures", "--source", "langfuze").output
     missing = invoke_cli("push", "--to", "phoenix", "--failures")
     assert missing.exit_code == 3 and "for push, --url URL" in missing.output, missing.output
+
+
+def test_the_inbox_reads_phoenix_as_it_reads_the_store(phoenix_world: tuple[str, Path]) -> None:
+    url, store = phoenix_world
+    local = invoke_cli("inbox", "--store", str(store), "--json")
+    remote = invoke_cli("inbox", "--source", f"phoenix:{url}", "--json")
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    mine, theirs = json.loads(local.output), json.loads(remote.output)
+    assert theirs["traces"] == mine["traces"] > 0 and "Phoenix" in theirs["store"]
+    rules = {c["key"] for c in mine["classes"] if c["kind"] != "cluster"}
+    assert rules and rules <= {c["key"] for c in theirs["classes"]}  # an annotation made there may add one

@@ -1,8 +1,9 @@
 """``replaygate inbox``: the failure inbox grouped into classes, each with its count, trend and coverage.
 
-``replaygate inbox [--since 1d] [--golden DIR] [--store PATH|URL] [--examples 2] [--json]`` reads the
-traces of the window from the store (a SQLite file or a PostgreSQL URL, opened as ``replaygate traces``
-opens it; a URL is shown without its password) and prints one row per class: known kinds found by the
+``replaygate inbox [--since 1d] [--golden DIR] [--store PATH|URL | --source phoenix|langfuse[:URL]]
+[--examples 2] [--json]`` reads the traces of the window from the store (a SQLite file or a PostgreSQL
+URL, opened as ``replaygate traces`` opens it; a URL is shown without its password), or the newest 10,000
+at most from Phoenix or Langfuse, and prints one row per class: known kinds found by the
 rule layer first (refusal without tools, empty answer, ungrounded claim, missed escalation, ...), then
 clusters of the other failure candidates. ``covered by`` names the scenarios that already cover a class
 (promoted from one of its traces, or tagged ``failure_class``); ``replaygate promote TRACE
@@ -23,11 +24,14 @@ from rich.table import Table
 from rich.text import Text
 
 from replaygate.cli._options import json_option, store_option
-from replaygate.cli._traces import open_traces, parse_since, source_label
+from replaygate.cli._traces import is_store_source, open_traces, parse_since, source_label, source_option
 from replaygate.golden import resolve_golden_dir
 from replaygate.inbox import FailureClass, classify_failures
 
-__all__ = ["print_classes", "register"]
+__all__ = ["REMOTE_LIMIT", "print_classes", "register"]
+
+#: The most traces ``inbox --source phoenix|langfuse`` reads (newest first).
+REMOTE_LIMIT = 10_000
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -51,6 +55,7 @@ def register(group: click.Group) -> None:
 
     @group.command("inbox")
     @store_option
+    @source_option
     @click.option(
         "--since", metavar="WHEN", default=None, help="Only traces since 30m, 2h, 1d or an ISO time."
     )
@@ -61,12 +66,22 @@ def register(group: click.Group) -> None:
     )
     @click.option("--examples", type=click.IntRange(0, 3), default=1, show_default=True)
     @json_option
-    def inbox(store: str | None, since: str | None, golden: str | None, examples: int, as_json: bool) -> None:
+    def inbox(
+        store: str | None, source: str | None, since: str | None, golden: str | None, examples: int,
+        as_json: bool,
+    ) -> None:  # fmt: skip
         """The failure inbox grouped into classes (rules for known kinds, clusters for the rest)."""
         since_ns = parse_since(since) if since else None
-        with open_traces(store) as trace_store:
-            records = trace_store.list_traces(since_ns=since_ns, limit=None)
+        # a store is read whole (in SQL, locally); Phoenix and Langfuse page over the network: bounded
+        limit = None if is_store_source(source) else REMOTE_LIMIT
+        with open_traces(store, source) as trace_store:
+            records = trace_store.list_traces(since_ns=since_ns, limit=limit)
             where = source_label(trace_store)
+        if limit is not None and len(records) >= limit:
+            click.echo(
+                f"note: read the newest {limit:,} traces of {where}; narrow the window with --since",
+                err=True,
+            )
         classes = classify_failures(records, scenarios=_golden(golden))
         if as_json:
             doc = {
