@@ -215,5 +215,8 @@ def test_record_feedback_from_any_machine_over_http(tmp_path, serve_receiver, mo
         record_feedback(trace_id, False, "thumbs down", store=running.url)
         assert store.get_trace(trace_id).feedback[0]["comment"] == "thumbs down"
         monkeypatch.setenv("REPLAYGATE_COLLECT_TOKEN", "wrong")
-        with pytest.raises(StoreError, match="refused by .*401"):
+        with pytest.raises(StoreError, match="refused by .*401.*COLLECT_TOKEN here differs"):
+            record_feedback(trace_id, 1, store=running.url)
+        monkeypatch.delenv("REPLAYGATE_COLLECT_TOKEN")
+        with pytest.raises(StoreError, match="401.*REPLAYGATE_COLLECT_TOKEN is not set in this process"):
             record_feedback(trace_id, 1, store=running.url)

@@ -38,7 +38,16 @@ def _post(url: str, trace_id: str, score: float | bool, comment: str | None, tim
             response.read(4096)
     except urllib.error.HTTPError as exc:
         detail = exc.read(2048).decode("utf-8", "replace")
-        raise StoreError(f"feedback for trace {trace_id} refused by {endpoint}: {exc.code} {detail}") from exc
+        hint = ""
+        if exc.code in (401, 403):
+            hint = (
+                "; REPLAYGATE_COLLECT_TOKEN is not set in this process: set it to the receiver's token"
+                if not token
+                else "; REPLAYGATE_COLLECT_TOKEN here differs from the receiver's"
+            )
+        raise StoreError(
+            f"feedback for trace {trace_id} refused by {endpoint}: {exc.code} {detail.strip()}{hint}"
+        ) from exc
     except (OSError, ValueError) as exc:
         raise StoreError(f"cannot send feedback for trace {trace_id} to {endpoint}: {exc}") from exc
 
