@@ -143,10 +143,10 @@ def test_a_damaged_record_blocks_widening_never_a_rollback(tmp_path: Path) -> No
     store.close()
 
 
-def test_a_version_2_store_gets_the_policy_column(tmp_path: Path) -> None:
-    """A canary started before the policy was recorded keeps running, judged by the given policy."""
+def test_a_version_2_store_gets_the_policy_column(store_url: str) -> None:
+    """On SQLite and PostgreSQL: a canary started before the policy was recorded keeps running."""
     decisions = FakeDecisions(make_decision("dec-pass"))
-    path = tmp_path / "store.db"
+    path = store_url
     store = CanaryStore(path)
     assert CanaryController(store, None, decisions).start("dec-pass", actor="ana").changed
     with store.store.write() as conn:  # back to what a version 2 store looked like
