@@ -170,7 +170,9 @@ class CanaryController:
         self.clock = clock
         #: What ``start`` records; ``explicit``: given (a policy file or tolerances), not the defaults.
         self.policy = policy or CanaryPolicy.of(
-            self.tolerances, self.settings.max_hold_s, "the given tolerances" if tolerances else BUILT_IN
+            self.tolerances,
+            self.settings.max_hold_s,
+            "the given tolerances" if tolerances is not None else BUILT_IN,
         )
         self.explicit_policy = policy is not None or tolerances is not None
 
