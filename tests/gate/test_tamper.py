@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from replaygate.replay import RunFile, RunFileError, digest_of, load_run, restore_journal, suite_hash_of
 
-from replaygate.gate import GateError, gate_runs, load_policy
+from replaygate.gate import GateError, gate_runs, load_policy, load_run_data
 from tests.gate.test_worked_example import POLICY
 
 Edit = Callable[[dict[str, Any]], None]
@@ -65,10 +65,10 @@ def _tampered(demo: dict[str, Path], tmp_path: Path, edit: Edit, redigest: bool,
 
 
 def _gate(demo: dict[str, Path], candidate: Path) -> str:
-    """The gate's outcome, or the error that refused the run."""
+    """The gate's outcome, or the error that refused the run (read as ``replaygate gate`` reads them)."""
     try:
-        base = load_run(demo["baseline"])
-        head = load_run(candidate)
+        base = load_run_data(demo["baseline"])
+        head = load_run_data(candidate)
         report = gate_runs(
             load_policy(POLICY), base, head, paths=(str(demo["baseline"]), str(candidate), None)
         )

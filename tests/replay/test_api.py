@@ -151,6 +151,8 @@ EXPECTED = {
     "load_yaml_bounded",
     "needs_backtracking",
     "read_journal_fingerprint",
+    "compare_with_journal",
+    "JournalComparison",
     "read_text_bounded",
     "restore_journal",
     "scenario_file_names",
@@ -164,6 +166,7 @@ EXPECTED = {
     "TargetError",
     "JudgeError",
     "RunFileError",
+    "AttemptsEditedError",
     "__version__",
 }
 

@@ -116,4 +116,7 @@ def test_the_gate_refuses_a_shard_and_takes_the_merged_run(tmp_path: Path) -> No
     assert not (tmp_path / "report").exists()  # refused before any report is written
     save_run(merge_runs(shards), tmp_path / "merged.json")
     merged = RunFile.model_validate_json((tmp_path / "merged.json").read_text())
-    assert gate_runs(Policy(), whole, merged).outcome == "pass"
+    # latency off: microsecond targets on a busy machine differ by more than +20% between any two runs
+    steady = Policy.model_validate({"guardrails": {"latency_p50": None, "latency_p95": None}})
+    report = gate_runs(steady, whole, merged)
+    assert report.outcome == "pass", report.findings

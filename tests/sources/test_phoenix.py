@@ -148,6 +148,7 @@ def test_the_inbox_reads_phoenix_as_it_reads_the_store(phoenix_world: tuple[str,
     remote = invoke_cli("inbox", "--source", f"phoenix:{url}", "--json")
     assert local.exit_code == 0 and remote.exit_code == 0, remote.output
     mine, theirs = json.loads(local.output), json.loads(remote.output)
-    assert theirs["traces"] == mine["traces"] > 0 and "Phoenix" in theirs["store"]
+    # the session's Phoenix also holds what other tests sent to its default project: at least the store's
+    assert theirs["traces"] >= mine["traces"] > 0 and "Phoenix" in theirs["store"], (theirs, mine)
     rules = {c["key"] for c in mine["classes"] if c["kind"] != "cluster"}
     assert rules and rules <= {c["key"] for c in theirs["classes"]}  # an annotation made there may add one

@@ -34,14 +34,17 @@ from numpy.typing import NDArray
 from replaygate.replay import (
     Attempt,
     AttemptFields,
+    AttemptsEditedError,
     MeasureColumns,
     Measures,
     RunColumns,
     RunFile,
+    RunFileError,
     ScenarioEntry,
     attempt_digest,
     attempt_fields,
     attempts_digest,
+    compare_with_journal,
     load_run,
     scan_run_columns,
     scan_run_fields,
@@ -474,7 +477,7 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
 
     Raises:
         RunFileError: the file is missing, unreadable, invalid or edited (the message :func:`load_run`
-            gives).
+            gives; an edit also names the attempts that differ from the journal still beside the file).
     """
     with _collector_paused():
         columns = scan_run_columns(path)
@@ -483,9 +486,26 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
         reducer = _Reducer(())  # the header is read first, but handed back last: ids shared as seen
         head = scan_run_fields(path, reducer)
         if head is None:
-            return RunData.of(load_run(path))
+            return RunData.of(_load_run_named(path))
         assert head.attempts_digest is not None  # scan_run checked the attempts against it
         return reducer.data(head, head.attempts_digest)
+
+
+def _load_run_named(path: str | os.PathLike[str]) -> RunFile:
+    """:func:`load_run`; an edit of the attempts names which ones, when the run's journal is beside."""
+    try:
+        return load_run(path)
+    except AttemptsEditedError as exc:
+        run = exc.run
+        try:
+            found = compare_with_journal(
+                path, run.run_id, ((a.scenario_id, a.index, attempt_digest(a)) for a in run.attempts)
+            )
+        except RunFileError:
+            found = None  # an unreadable journal names nothing; the digests still refuse the file
+        if found is None or found.agrees:
+            raise
+        raise exc.naming(found.describe()) from None
 
 
 def as_run_data(run: RunFile | RunData) -> RunData:

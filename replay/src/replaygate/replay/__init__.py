@@ -125,6 +125,7 @@ if TYPE_CHECKING:  # at run time each name loads its module on first use (PEP 56
     from replaygate.replay._runfile import (
         RUN_FORMAT_VERSION,
         Attempt,
+        AttemptsEditedError,
         AttemptStatus,
         CheckResult,
         ConversationTurn,
@@ -300,6 +301,7 @@ _MODULES: dict[str, str] = {
         (
             "RUN_FORMAT_VERSION",
             "Attempt",
+            "AttemptsEditedError",
             "AttemptStatus",
             "CheckResult",
             "ConversationTurn",
@@ -411,6 +413,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ActiveStatus",
     "Attempt",
+    "AttemptsEditedError",
     "AttemptStatus",
     "AttemptFields",
     "BoundedDictReader",

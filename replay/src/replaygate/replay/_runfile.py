@@ -25,6 +25,7 @@ __all__ = [
     "RUN_UPGRADES",
     "Attempt",
     "AttemptStatus",
+    "AttemptsEditedError",
     "CheckResult",
     "ConversationTurn",
     "Fingerprint",
@@ -373,25 +374,27 @@ def load_run(path: str | os.PathLike[str]) -> RunFile:
         return run
     actual = digest_of(run)
     if actual != run.attempts_digest:
-        raise RunFileError(
-            f"{p}: the attempts were edited after the run: their digest is {actual}, the run recorded "
-            f"{run.attempts_digest}{_journal_says(p, run)}; re-run it (a run file is evidence, not an input "
-            "to edit)"
-        )
+        raise AttemptsEditedError(p, run, actual)
     return run
 
 
-def _journal_says(path: Path, run: RunFile) -> str:
-    """Which attempts differ from the run's journal, when one is still beside the file (else nothing)."""
-    from replaygate.replay._journal import compare_with_journal  # the journal module imports this one
+class AttemptsEditedError(RunFileError):
+    """A run file's attempts differ from the digest it recorded; ``run`` is the file as read.
 
-    try:
-        found = compare_with_journal(
-            path, run.run_id, ((a.scenario_id, a.index, attempt_digest(a)) for a in run.attempts)
+    The gate names the edited attempts from the journal when one is beside the file (:meth:`naming`).
+    """
+
+    def __init__(self, path: Path, run: RunFile, actual: str, found: str = "") -> None:
+        self.path, self.run, self.actual = path, run, actual
+        super().__init__(
+            f"{path}: the attempts were edited after the run: their digest is {actual}, the run recorded "
+            f"{run.attempts_digest}{f'; {found}' if found else ''}; re-run it (a run file is evidence, "
+            "not an input to edit)"
         )
-    except RunFileError:
-        return ""
-    return "" if found is None or found.agrees else f"; {found.describe()}"
+
+    def naming(self, found: str) -> AttemptsEditedError:
+        """The same refusal, saying what the journal found (``attempt a#1 differ from its journal X``)."""
+        return AttemptsEditedError(self.path, self.run, self.actual, found)
 
 
 def dump_run(
