@@ -316,9 +316,10 @@ def run_cmd(
         click.echo(f"note: {holdout_note}", err=True)
     config = load_config(config_path) if config_path is not None else None
     policy = _load_policy(policy_path)
-    if not target.startswith(("http://", "https://")):
-        # a target that cannot be imported is refused before anything is moved, journaled or printed
-        load_target(target, timeout_s=timeout_s)
+    # a target that cannot be imported is refused before anything is moved, journaled or printed (the run
+    # takes the loaded one: its spec is what the fingerprint records)
+    http = target.startswith(("http://", "https://"))
+    the_target = target if http else load_target(target, timeout_s=timeout_s)
     out_path = Path(out) if out is not None else _default_out()
     jpath = journal_path(out_path)
     # Files beside the run file are moved only while holding its lock, as a run holds it while it writes
@@ -353,7 +354,7 @@ def run_cmd(
     try:
         run = run_suite(
             scenarios,
-            target,
+            the_target,
             config,
             repeats=repeats,
             concurrency=concurrency,

@@ -15,7 +15,15 @@ import sys
 from typing import Any
 
 import click
-from replaygate.replay import HOLDOUT_TIERS, ORIGINS, STATES, TIERS, dump_scenario, scenario_json_schema
+from replaygate.replay import (
+    HOLDOUT_TIERS,
+    ORIGINS,
+    STATES,
+    TIERS,
+    Scenario,
+    dump_scenario,
+    scenario_json_schema,
+)
 
 from replaygate.cli._options import json_option, store_option
 from replaygate.cli._run import _parse_tags
@@ -357,7 +365,7 @@ def promote_cmd(
         click.echo(_class_checks_line(result.scenario))
 
 
-def _class_checks_line(scenario: Any) -> str:
+def _class_checks_line(scenario: Scenario) -> str:
     """What ``promote --class-checks`` drafted, in one line (also when it drafted no check at all)."""
     kind = scenario.tags.get("failure_class")
     if not kind:
